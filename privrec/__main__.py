@@ -1,0 +1,5 @@
+import sys
+
+from privrec.cli import main
+
+sys.exit(main())

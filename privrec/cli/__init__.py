@@ -1,0 +1,64 @@
+"""The ``privrec`` command. Errors print one line and exit non-zero (traceback with --debug)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from privrec import __version__
+from privrec.errors import PrivrecError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="privrec")
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """privrec: privacy-preserving recommendation on real data, with honest guarantees."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def _register() -> None:
+    from privrec.cli import datasets, demo, models
+
+    cli.add_command(datasets.datasets)
+    cli.add_command(models.train)
+    cli.add_command(models.evaluate)
+    cli.add_command(models.recommend)
+    cli.add_command(demo.demo)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        cli.main(args=argv, prog_name="privrec", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except PrivrecError as exc:
+        if debug:
+            raise
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - last-resort message for the CLI
+        if debug:
+            raise
+        click.echo(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

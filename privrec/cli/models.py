@@ -1,0 +1,112 @@
+"""``privrec train``, ``privrec evaluate`` and ``privrec recommend``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from privrec.cli.options import eval_config, eval_options, parse_assignments, parse_seeds
+from privrec.errors import ParameterError
+from privrec.models import MODELS
+
+
+@click.command()
+@click.argument("model", type=click.Choice(sorted(MODELS), case_sensitive=False))
+@click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
+@click.option("--protocol", type=click.Choice(["recbole", "raw"]), default="recbole", show_default=True,
+              help="recbole: rating>=3, 10-core, leave-one-out, max length 50. raw: no filtering.")
+@click.option("--split", type=click.Choice(["leave_one_out", "temporal_fraction"]), default=None,
+              help="Override the protocol's split.")
+@click.option("--max-len", type=int, default=None, help="Override the protocol's maximum sequence length.")
+@click.option("--window", type=click.Choice(["all", "last"]), default="all", show_default=True,
+              help="Train on every interaction (non-overlapping windows) or only each user's last window.")
+@click.option("--epochs", type=int, default=200, show_default=True)
+@click.option("--batch-size", type=int, default=256, show_default=True)
+@click.option("--lr", type=float, default=1e-3, show_default=True)
+@click.option("--patience", type=int, default=10, show_default=True, help="Validations without improvement.")
+@click.option("--select", "select_metric", default="ndcg@10", show_default=True, help="Validation metric.")
+@click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds; mean ± std is reported.")
+@click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
+              help="Model hyperparameter, e.g. --set hidden=64 --set dropout=0.2.")
+@click.option("--device", default="auto", show_default=True, help="cpu, cuda, or auto.")
+@eval_options
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Report folder (default runs/<model>-<dataset>).")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def train(model, dataset, protocol, split, max_len, window, epochs, batch_size, lr, patience, select_metric, seeds,
+          assignments, device, eval_mode, negatives, sampler, mask_history, out, quiet) -> None:
+    """Train MODEL with early stopping on validation; test once; write a report and checkpoints."""
+    from privrec.experiments import sequential as seq
+    from privrec.experiments.report import text_table
+    from privrec.training.trainer import TrainConfig
+    from privrec.utils.io import atomic_dir
+    from privrec.experiments.report import write_report
+
+    preset = seq.PROTOCOLS[protocol]
+    cfg = seq.SequentialConfig(
+        dataset=dataset, model=model.lower(), preprocessing=preset["preprocessing"],
+        split=split or preset["split"], max_len=max_len or preset["max_len"], window_mode=window,
+        model_config=parse_assignments(assignments),
+        train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
+                          select_metric=select_metric, device=device, progress=not quiet),
+        eval=eval_config(eval_mode, negatives, sampler, mask_history), seeds=parse_seeds(seeds),
+    )
+    out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
+    log = lambda msg: click.echo(msg, err=True)  # noqa: E731
+    with atomic_dir(out_dir) as tmp:
+        result = seq.run(cfg, out_dir=tmp, log=log)
+        write_report(tmp, result, seq.markdown(result))
+    click.echo(f"\n{result['protocol']}, test split, {len(cfg.seeds)} seed(s):")
+    click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], seq.summary_rows(result)))
+    click.echo(f"\nreport: {out_dir}/results.md  checkpoints: {out_dir}/*.pt")
+
+
+@click.command()
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.option("--stage", type=click.Choice(["test", "valid"]), default="test", show_default=True)
+@eval_options
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled negatives.")
+def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, seed) -> None:
+    """Re-evaluate a saved model on its dataset's split (e.g. with sampled ranking)."""
+    import numpy as np
+
+    from privrec.evaluation.evaluator import evaluate as run_eval
+    from privrec.experiments import sequential as seq
+    from privrec.experiments.report import text_table
+    from privrec.data.preprocess import Preprocessing
+    from privrec.inference import TrainedModel
+    from privrec.training.tasks import SequenceTask
+
+    trained = TrainedModel.load(checkpoint)
+    cfg = trained.meta.get("config")
+    if not cfg:
+        raise ParameterError(f"{checkpoint}: no training config stored; cannot rebuild its split")
+    inter, split = seq.prepare(cfg["dataset"], Preprocessing(**cfg["preprocessing"]), cfg["split"])
+    if len(inter.items.tokens) != len(trained.items.tokens) or not np.array_equal(
+            inter.items.tokens.astype(str), trained.items.tokens.astype(str)):
+        raise ParameterError(f"{checkpoint}: the dataset {cfg['dataset']!r} no longer matches the model's item ids")
+    task = SequenceTask(split, inter.n_items, trained.max_len, cfg.get("window_mode", "all"))
+    ec = eval_config(eval_mode, negatives, sampler, mask_history, seed)
+    result = run_eval(trained.model, task, stage, ec)
+    click.echo(f"{cfg['model']} on {cfg['dataset']}, {stage} split, {ec.label}, {result.n_users:,} users")
+    ks = sorted({int(k.split('@')[1]) for k in result.metrics})
+    rows = [[f"@{k}"] + [f"{result.metrics[f'{m}@{k}']:.4f}" for m in ("ndcg", "hr", "recall", "mrr")] for k in ks]
+    click.echo(text_table(["K", "NDCG", "HR", "Recall", "MRR"], rows))
+
+
+@click.command()
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.option("--user", "users", multiple=True, required=True, help="Raw user id (repeatable).")
+@click.option("-k", "--k", type=int, default=10, show_default=True)
+@click.option("--include-seen", is_flag=True, help="Allow items the user already interacted with.")
+def recommend(checkpoint, users, k, include_seen) -> None:
+    """Top-K raw item ids for each --user from a trained CHECKPOINT."""
+    from privrec.inference import TrainedModel
+
+    trained = TrainedModel.load(checkpoint)
+    recs = trained.recommend(list(users), k=k, exclude_seen=not include_seen)
+    for user, items in recs.items():
+        click.echo(f"{user}:")
+        for rank, item in enumerate(items, 1):
+            click.echo(f"  {rank:2d}. {item}")

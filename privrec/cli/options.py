@@ -1,0 +1,50 @@
+"""Option groups shared by several commands."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from privrec.errors import ParameterError
+from privrec.evaluation.evaluator import EvalConfig
+
+
+def eval_options(f):
+    f = click.option("--eval-mode", type=click.Choice(["full", "sampled"]), default="full", show_default=True,
+                     help="Full ranking over all items, or sampled ranking against negatives.")(f)
+    f = click.option("--negatives", type=int, default=100, show_default=True,
+                     help="Negatives per user for sampled ranking.")(f)
+    f = click.option("--sampler", type=click.Choice(["popularity", "uniform"]), default="popularity",
+                     show_default=True, help="How sampled-ranking negatives are drawn.")(f)
+    f = click.option("--mask-history/--no-mask-history", default=True, show_default=True,
+                     help="Exclude the user's history items from the full ranking.")(f)
+    return f
+
+
+def eval_config(eval_mode: str, negatives: int, sampler: str, mask_history: bool, seed: int = 0) -> EvalConfig:
+    return EvalConfig(mode=eval_mode, n_negatives=negatives, sampler=sampler, mask_history=mask_history, seed=seed)
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise ParameterError(f"--seeds must be comma-separated integers such as 0,1,2, got {text!r}") from None
+    if not seeds or any(s < 0 for s in seeds):
+        raise ParameterError(f"--seeds must list non-negative integers, got {text!r}")
+    return seeds
+
+
+def parse_assignments(items: tuple[str, ...]) -> dict:
+    """``key=value`` pairs; values are parsed as JSON when possible (numbers, booleans)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParameterError(f"--set expects key=value, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out

@@ -1,0 +1,129 @@
+"""Load interactions from a dataset name or a file (atomic, CSV, Parquet); write them back.
+
+Formats are chosen by extension: ``.inter``/``.user``/``.item`` (RecBole atomic; sibling
+``.user``/``.item`` files are picked up as features), ``.csv``, ``.parquet``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from privrec.data.atomic import read_atomic, write_atomic
+from privrec.data.fetch import dataset_dir, fetch, is_fetched
+from privrec.data.interactions import Interactions
+from privrec.data.registry import DATASETS, get_spec
+from privrec.errors import DataFormatError, DatasetError
+from privrec.utils.io import atomic_path
+
+ATOMIC_SUFFIXES = (".inter", ".user", ".item")
+# accepted spellings of the four roles in CSV/Parquet headers
+ALIASES = {
+    "user_id": ("user_id", "userid", "user", "uid", "userId"),
+    "item_id": ("item_id", "itemid", "item", "iid", "movieId", "movie_id", "itemId"),
+    "rating": ("rating", "ratings", "score"),
+    "timestamp": ("timestamp", "time", "ts", "datetime", "date"),
+}
+
+
+def read_table(path: str | os.PathLike) -> pd.DataFrame:
+    """Any supported file as a DataFrame with its own column names (atomic types stripped)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise DataFormatError(f"{path}: no such file")
+    if suffix in ATOMIC_SUFFIXES:
+        return read_atomic(path)[0]
+    if path.stat().st_size == 0:
+        raise DataFormatError(f"{path}: the file is empty")
+    if suffix == ".csv":
+        try:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise DataFormatError(f"{path}: not a readable CSV file ({exc})") from exc
+    elif suffix == ".parquet":
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises several unrelated types
+            raise DataFormatError(f"{path}: not a readable Parquet file ({exc})") from exc
+    else:
+        raise DataFormatError(f"{path}: unsupported extension {suffix!r}; use .inter (RecBole atomic), .csv or .parquet")
+    if len(frame) == 0:
+        raise DataFormatError(f"{path}: no data rows")
+    return frame
+
+
+def canonical_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rename common spellings (userId, movieId, time, ...) to user_id/item_id/rating/timestamp."""
+    rename = {}
+    lower = {c.lower(): c for c in frame.columns}
+    for canon, names in ALIASES.items():
+        if canon in frame.columns:
+            continue
+        for alias in names:
+            if alias.lower() in lower:
+                rename[lower[alias.lower()]] = canon
+                break
+    return frame.rename(columns=rename)
+
+
+def load_file(path: str | os.PathLike, name: str | None = None, **kwargs) -> Interactions:
+    """Interactions from one file; for an ``.inter`` file, sibling ``.user``/``.item`` are features."""
+    path = Path(path)
+    frame = canonical_columns(read_table(path))
+    user_feats = item_feats = None
+    if path.suffix.lower() == ".inter":
+        stem = path.with_suffix("")
+        if stem.with_suffix(".user").is_file():
+            user_feats = read_atomic(stem.with_suffix(".user"))[0]
+        if stem.with_suffix(".item").is_file():
+            item_feats = read_atomic(stem.with_suffix(".item"))[0]
+    return Interactions.from_frame(frame, user_features=user_feats, item_features=item_feats,
+                                   name=name or path.stem, source=str(path), **kwargs)
+
+
+def load_dataset(name: str, *, auto_fetch: bool = True) -> Interactions:
+    """A registered dataset (fetched on first use) with its user and item features."""
+    spec = get_spec(name)
+    if not is_fetched(name):
+        if not auto_fetch:
+            raise DatasetError(f"{name} is not in the cache; run `privrec datasets fetch {name}`")
+        fetch(name)
+    folder = dataset_dir(name)
+    frames = {}
+    for f in spec.files:
+        frames[f.role] = read_atomic(folder / f.filename, type_overrides=spec.type_overrides.get(f.role))[0]
+    inter = Interactions.from_frame(frames["inter"], user_features=frames.get("user"),
+                                    item_features=frames.get("item"), name=name, source=str(folder))
+    if "item" in frames:
+        inter.extra["catalogue_items"] = int(frames["item"].iloc[:, 0].nunique())
+    return inter
+
+
+def load(source: str | os.PathLike, **kwargs) -> Interactions:
+    """A dataset name (``ml-1m``) or a path to a file."""
+    if isinstance(source, str) and source in DATASETS:
+        return load_dataset(source)
+    path = Path(source)
+    if not path.exists():
+        raise DatasetError(f"{source!r} is neither a known dataset ({', '.join(DATASETS)}) nor an existing file")
+    return load_file(path, **kwargs)
+
+
+def write_interactions(inter_frame: pd.DataFrame, path: str | os.PathLike, types: dict | None = None) -> Path:
+    """Write a table atomically in the format its extension names (.inter/.csv/.parquet)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in ATOMIC_SUFFIXES:
+        return write_atomic(inter_frame, path, types)
+    if suffix == ".csv":
+        with atomic_path(path) as tmp:
+            inter_frame.to_csv(tmp, index=False)
+        return path
+    if suffix == ".parquet":
+        with atomic_path(path) as tmp:
+            inter_frame.to_parquet(tmp, index=False)
+        return path
+    raise DataFormatError(f"{path}: unsupported output extension {suffix!r}; use .inter, .csv or .parquet")

@@ -1,0 +1,1 @@
+"""Ranking metrics (pure functions) and the shared evaluator (full or sampled ranking)."""

@@ -1,0 +1,1 @@
+"""Experiment pipelines: data -> model -> training -> evaluation -> report, one per system."""

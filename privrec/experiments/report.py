@@ -1,0 +1,64 @@
+"""Aggregation over seeds and report writing (JSON + Markdown, atomically)."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from privrec.utils.io import write_json_atomic, write_text_atomic
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1; 0 for a single run)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if len(arr) == 0:
+        return math.nan, math.nan
+    return float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
+
+
+def aggregate(runs: Iterable[dict[str, float]]) -> dict[str, dict]:
+    """{metric: {"mean", "std", "n", "values"}} over runs (metrics present in every run)."""
+    runs = list(runs)
+    if not runs:
+        return {}
+    names = [k for k in runs[0] if all(k in r for r in runs)]
+    out = {}
+    for name in names:
+        values = [float(r[name]) for r in runs]
+        m, s = mean_std(values)
+        out[name] = {"mean": m, "std": s, "n": len(values), "values": values}
+    return out
+
+
+def pm(stat: dict | None, digits: int = 4) -> str:
+    """'0.1234 ± 0.0012' (or just the mean for one run)."""
+    if not stat:
+        return "–"
+    if stat.get("n", 1) > 1:
+        return f"{stat['mean']:.{digits}f} ± {stat['std']:.{digits}f}"
+    return f"{stat['mean']:.{digits}f}"
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def text_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
+    rows = [[str(c) for c in r] for r in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h)) for i, h in enumerate(header)]
+    fmt = "  ".join("{:<%d}" % w for w in widths)
+    return "\n".join([fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows])
+
+
+def write_report(out_dir: str | os.PathLike, result: dict, markdown: str, name: str = "results") -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / f"{name}.json", result)
+    write_text_atomic(out / f"{name}.md", markdown)
+    return out

@@ -1,0 +1,83 @@
+"""SASRec (Kang & McAuley, ICDM 2018) as configured by RecBole: learned positions, post-LN
+transformer blocks with causal self-attention, GELU feed-forward, inner-product output."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from privrec.models.base import NextItemModel
+
+
+class CausalSelfAttentionBlock(nn.Module):
+    def __init__(self, hidden: int, heads: int, inner: int, dropout: float, attn_dropout: float, eps: float):
+        super().__init__()
+        if hidden % heads:
+            raise ValueError(f"hidden size {hidden} is not divisible by {heads} heads")
+        self.heads = heads
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.out = nn.Linear(hidden, hidden)
+        self.attn_dropout = attn_dropout
+        self.drop = nn.Dropout(dropout)
+        self.norm1 = nn.LayerNorm(hidden, eps=eps)
+        self.ff = nn.Sequential(nn.Linear(hidden, inner), nn.GELU(), nn.Linear(inner, hidden))
+        self.norm2 = nn.LayerNorm(hidden, eps=eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, length, d = x.shape
+        q, k, v = self.qkv(x).view(b, length, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                             dropout_p=self.attn_dropout if self.training else 0.0)
+        att = att.transpose(1, 2).reshape(b, length, d)
+        x = self.norm1(x + self.drop(self.out(att)))
+        return self.norm2(x + self.drop(self.ff(x)))
+
+
+class SASRec(NextItemModel):
+    name = "sasrec"
+
+    def __init__(self, n_items: int, max_len: int = 50, hidden: int = 64, layers: int = 2, heads: int = 2,
+                 inner: int = 256, dropout: float = 0.5, attn_dropout: float = 0.5, layer_norm_eps: float = 1e-12,
+                 init_std: float = 0.02):
+        super().__init__()
+        self._config = dict(n_items=n_items, max_len=max_len, hidden=hidden, layers=layers, heads=heads, inner=inner,
+                            dropout=dropout, attn_dropout=attn_dropout, layer_norm_eps=layer_norm_eps,
+                            init_std=init_std)
+        self.max_len = max_len
+        self.item_embedding = nn.Embedding(n_items + 1, hidden, padding_idx=0)
+        self.position_embedding = nn.Embedding(max_len, hidden)
+        self.norm = nn.LayerNorm(hidden, eps=layer_norm_eps)
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(
+            CausalSelfAttentionBlock(hidden, heads, inner, dropout, attn_dropout, layer_norm_eps) for _ in range(layers))
+        self.apply(lambda m: _init(m, init_std))
+
+    def config(self) -> dict:
+        return dict(self._config)
+
+    def encode(self, seq: torch.Tensor) -> torch.Tensor:
+        b, length = seq.shape
+        if length > self.max_len:
+            seq = seq[:, -self.max_len:]
+            length = self.max_len
+        pos = torch.arange(length, device=seq.device)
+        x = self.drop(self.norm(self.item_embedding(seq) + self.position_embedding(pos)[None]))
+        # causal, padding keys hidden; the diagonal stays open so padding rows attend to
+        # themselves (no empty softmax) and real positions never see padding or the future
+        causal = torch.ones(length, length, dtype=torch.bool, device=seq.device).tril()
+        eye = torch.eye(length, dtype=torch.bool, device=seq.device)
+        mask = (causal[None, None] & (seq > 0)[:, None, None, :]) | eye
+        for block in self.blocks:
+            x = block(x, mask)
+        return x
+
+
+def _init(module: nn.Module, std: float) -> None:
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        module.weight.data.normal_(0.0, std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            module.bias.data.zero_()
+    elif isinstance(module, nn.LayerNorm):
+        module.weight.data.fill_(1.0)
+        module.bias.data.zero_()

@@ -1,0 +1,1 @@
+"""Tasks (data -> tensors), the shared trainer, checkpoints."""

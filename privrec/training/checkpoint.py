@@ -1,0 +1,61 @@
+"""Checkpoints: everything needed to use a trained model later (weights, config, id maps,
+user histories, provenance), stored with ``torch.save`` and read with ``weights_only=True``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from privrec.data.interactions import IdMap
+from privrec.data.sequences import Sequences
+from privrec.errors import CheckpointError
+from privrec.models import MODELS, Recommender, build
+from privrec.utils.io import atomic_path
+
+FORMAT = "privrec-checkpoint/1"
+
+
+def save_checkpoint(path: str | os.PathLike, model: Recommender, *, users: IdMap, items: IdMap,
+                    history: Sequences, max_len: int, meta: dict) -> Path:
+    """Write atomically. ``history`` is each user's full known sequence (for recommending)."""
+    payload = {
+        "format": FORMAT,
+        "model": model.name,
+        "model_config": model.config(),
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "users": [str(t) for t in users.tokens],
+        "items": [str(t) for t in items.tokens],
+        "history_indptr": torch.from_numpy(np.asarray(history.indptr, dtype=np.int64)),
+        "history_items": torch.from_numpy(np.asarray(history.items, dtype=np.int32)),
+        "max_len": int(max_len),
+        "meta": meta,
+    }
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+    return Path(path)
+
+
+def read_checkpoint(path: str | os.PathLike) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint; train one with `privrec train`")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for foreign or corrupt files
+        raise CheckpointError(f"{path}: not a readable privrec checkpoint ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a {FORMAT} file; re-train with this version of privrec")
+    if payload["model"] not in MODELS:
+        raise CheckpointError(f"{path}: model {payload['model']!r} is unknown to this privrec version")
+    return payload
+
+
+def model_from_checkpoint(payload: dict) -> Recommender:
+    model = build(payload["model"], **payload["model_config"])
+    model.load_state_dict(payload["state_dict"])
+    model.eval()
+    return model

@@ -1,0 +1,94 @@
+"""Atomic output: write to a temporary sibling, then rename.
+
+A crash or an exception leaves either the old file or no file, never a partial one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
+
+    The caller writes the file at the yielded path by any means (pandas, torch, ...).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary directory next to ``path``; it replaces ``path`` on success."""
+    target = Path(path)
+    created = _missing_parents(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            backup = target.with_name(f".{target.name}.old")
+            shutil.rmtree(backup, ignore_errors=True)
+            os.replace(target, backup)
+            os.replace(tmp, target)
+            shutil.rmtree(backup, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for folder in created:                      # leave no empty folders behind either
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
+
+
+def _missing_parents(target: Path) -> list[Path]:
+    """Parents of ``target`` that do not exist yet, deepest first."""
+    out = []
+    parent = target.absolute().parent
+    while not parent.exists():
+        out.append(parent)
+        parent = parent.parent
+    return out
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
+    return write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+
+
+def _json_default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    raise TypeError(f"cannot serialise {type(obj).__name__} to JSON")

@@ -1,0 +1,88 @@
+"""Reproducibility: seeds, generators and the provenance stamped on every result."""
+
+from __future__ import annotations
+
+import functools
+import platform
+import secrets
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SeedInfo:
+    """The seed actually used and where it came from ("user" or "os-csprng")."""
+
+    seed: int
+    source: str
+
+    def to_dict(self) -> dict:
+        return {"seed": self.seed, "source": self.source}
+
+
+def resolve_seed(seed: int | None) -> SeedInfo:
+    """Return the given seed, or draw a fresh 63-bit one from the OS CSPRNG (``secrets``)."""
+    if seed is None:
+        return SeedInfo(secrets.randbits(63), "os-csprng")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        from privrec.errors import ParameterError
+
+        raise ParameterError(f"seed must be a non-negative integer, got {seed!r}")
+    return SeedInfo(int(seed), "user")
+
+
+def make_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """A NumPy Generator from a seed, an existing Generator (returned as is) or None (OS entropy)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy's legacy global RNG and torch (CPU and CUDA)."""
+    import random
+
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+@functools.lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    """The git commit of the privrec source tree, with ``-dirty`` if it has local changes."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        if sha.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=5
+        )
+        return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment() -> dict:
+    """Versions of Python, the platform and the libraries that shape numerical results."""
+    import privrec
+
+    info = {
+        "privrec": privrec.__version__,
+        "git_commit": git_commit(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "numpy": np.__version__,
+    }
+    for mod in ("torch", "pandas", "scipy", "numba", "dp_accounting"):
+        try:
+            info[mod] = str(__import__(mod).__version__)
+        except (ImportError, AttributeError):
+            info[mod] = None
+    return info

@@ -1,0 +1,98 @@
+"""Tiny end-to-end runs: train -> checkpoint -> recommend / evaluate, and CLI error paths."""
+
+import json
+
+import numpy as np
+import pytest
+
+from privrec.cli import main
+from privrec.data.preprocess import Preprocessing
+from privrec.evaluation.evaluator import EvalConfig
+from privrec.experiments import sequential as seq
+from privrec.inference import TrainedModel
+from privrec.training.trainer import TrainConfig
+
+
+def tiny_cfg(path, model="sasrec", seeds=(0,)):
+    return seq.SequentialConfig(
+        dataset=str(path), model=model, preprocessing=Preprocessing(), max_len=6,
+        model_config={"hidden": 16, "inner": 32} if model == "sasrec" else {"embedding": 16, "hidden": 16},
+        train=TrainConfig(epochs=3, batch_size=16, lr=5e-3, progress=False), eval=EvalConfig(ks=(5, 10)), seeds=seeds)
+
+
+@pytest.mark.parametrize("model", ["sasrec", "gru4rec"])
+def test_run_is_reproducible_and_saves_a_usable_checkpoint(tiny_inter_file, tmp_path, model):
+    out = tmp_path / "run"
+    out.mkdir()
+    a = seq.run(tiny_cfg(tiny_inter_file, model), out_dir=out, log=lambda m: None)
+    b = seq.run(tiny_cfg(tiny_inter_file, model), log=lambda m: None)
+    assert a["runs"][0]["test"]["metrics"] == b["runs"][0]["test"]["metrics"]      # same seed, same numbers
+    assert a["environment"]["torch"] and "git_commit" in a["environment"]
+    trained = TrainedModel.load(out / f"{model}-seed0.pt")
+    recs = trained.recommend(["u1", "u2"], k=5)
+    assert set(recs) == {"u1", "u2"} and all(len(v) == 5 for v in recs.values())
+    seen = set(trained.items.decode(trained.history.row(int(trained.users.encode(["u1"])[0]))))
+    assert not seen & set(recs["u1"])                                             # seen items excluded
+
+
+def test_multi_seed_aggregate(tiny_inter_file):
+    res = seq.run(tiny_cfg(tiny_inter_file, seeds=(0, 1)), log=lambda m: None)
+    agg = res["aggregate"]["test"]["ndcg@10"]
+    vals = [r["test"]["metrics"]["ndcg@10"] for r in res["runs"]]
+    assert agg["n"] == 2 and agg["mean"] == pytest.approx(np.mean(vals))
+    assert agg["std"] == pytest.approx(np.std(vals, ddof=1))
+
+
+def test_cli_train_recommend_evaluate(tiny_inter_file, tmp_path, capsys):
+    out = tmp_path / "cli-run"
+    rc = main(["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
+               "--epochs", "2", "--batch-size", "16", "--set", "hidden=16", "--set", "embedding=16",
+               "--out", str(out), "--quiet"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "full ranking" in text and "NDCG" in text
+    result = json.loads((out / "results.json").read_text())
+    assert result["config"]["model_config"]["hidden"] == 16
+    assert (out / "results.md").is_file()
+    assert main(["recommend", str(out / "gru4rec-seed0.pt"), "--user", "u3", "-k", "3"]) == 0
+    assert "1." in capsys.readouterr().out
+    assert main(["evaluate", str(out / "gru4rec-seed0.pt"), "--eval-mode", "sampled", "--negatives", "5"]) == 0
+    assert "sampled ranking (5 popularity negatives)" in capsys.readouterr().out
+    # unknown user: one clear line, non-zero exit
+    assert main(["recommend", str(out / "gru4rec-seed0.pt"), "--user", "nobody"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown user id(s) ['nobody']") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["train", "sasrec", "--dataset", "no-such-data"], "neither a known dataset"),
+    (["datasets", "fetch", "ml-10"], "unknown dataset 'ml-10'"),
+    (["train", "sasrec", "--dataset", "{bad}", "--seeds", "a,b"], "--seeds must be"),
+    (["recommend", "missing.pt", "--user", "1"], "no such checkpoint"),
+])
+def test_cli_errors_are_one_line_and_nonzero(args, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(args) != 0
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()                # nothing partial left behind
+
+
+def test_cli_bad_file_and_kcore(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "bad.inter"
+    bad.write_text("user_id:token\titem_id:token\ttimestamp:float\nu1\ti1\tnoon\n")
+    assert main(["train", "sasrec", "--dataset", str(bad), "--protocol", "raw"]) == 2
+    assert "timestamp:float has non-numeric value 'noon'" in capsys.readouterr().err
+    good = tmp_path / "small.inter"
+    good.write_text("user_id:token\titem_id:token\trating:float\ttimestamp:float\nu1\ti1\t5\t1\nu1\ti2\t5\t2\n")
+    assert main(["train", "sasrec", "--dataset", str(good)]) == 2          # recbole protocol: 10-core
+    assert "core is empty" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_cli_help_on_every_command(capsys):
+    for cmd in (["--help"], ["datasets", "--help"], ["datasets", "info", "--help"], ["train", "--help"],
+                ["evaluate", "--help"], ["recommend", "--help"], ["demo", "--help"]):
+        assert main(cmd) == 0
+    assert "Usage" in capsys.readouterr().out
