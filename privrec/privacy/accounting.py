@@ -44,20 +44,48 @@ def gaussian_event(noise_multiplier: float, count: int = 1) -> dp_accounting.DpE
     return event if count == 1 else dp_accounting.SelfComposedDpEvent(event, int(count))
 
 
+_MAX_PLD_EXPANSION = 4096
+
+
+def _contains_rr(event: dp_accounting.DpEvent) -> bool:
+    if isinstance(event, dp_accounting.RandomizedResponseDpEvent):
+        return True
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return _contains_rr(event.event)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return any(_contains_rr(e) for e in event.events)
+    return False
+
+
+def _for_pld(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
+    """Work around dp-accounting 0.6: its PLD accountant ignores the count of a
+    ``SelfComposedDpEvent`` wrapping randomised response (it composes it once). Expand such
+    events into explicit compositions; return None (skip PLD) when that would be too large."""
+    if isinstance(event, dp_accounting.SelfComposedDpEvent) and _contains_rr(event.event):
+        if event.count > _MAX_PLD_EXPANSION:
+            return None
+        inner = _for_pld(event.event)
+        return None if inner is None else dp_accounting.ComposedDpEvent([inner] * event.count)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        parts = [_for_pld(e) for e in event.events]
+        return None if any(p is None for p in parts) else dp_accounting.ComposedDpEvent(parts)
+    return event
+
+
 def _accountants(relation: Relation):
     rel = _relation(relation)
-    yield "RDP", lambda: rdp.RdpAccountant(neighboring_relation=rel)
-    yield "PLD", lambda: pld.PLDAccountant(neighboring_relation=rel)
+    yield "RDP", lambda: rdp.RdpAccountant(neighboring_relation=rel), lambda e: e
+    yield "PLD", lambda: pld.PLDAccountant(neighboring_relation=rel), _for_pld
 
 
 def epsilon(event: dp_accounting.DpEvent, delta: float, relation: Relation = "add_or_remove_one") -> tuple[float, str]:
     """Smallest epsilon at ``delta`` over the RDP and PLD accountants, and which one gave it."""
     best, how = math.inf, "none (unsupported event)"
-    for name, make in _accountants(relation):
-        acc = make()
-        if not acc.supports(event):
+    for name, make, adapt in _accountants(relation):
+        acc, ev = make(), adapt(event)
+        if ev is None or not acc.supports(ev):
             continue
-        acc.compose(event)
+        acc.compose(ev)
         eps = float(acc.get_epsilon(delta))
         if eps < best:
             best, how = eps, f"dp-accounting {name}"
@@ -69,10 +97,10 @@ def epsilon(event: dp_accounting.DpEvent, delta: float, relation: Relation = "ad
 def delta(event: dp_accounting.DpEvent, eps: float, relation: Relation = "add_or_remove_one") -> float:
     """Smallest delta at ``eps`` over the RDP and PLD accountants."""
     best = 1.0
-    for _, make in _accountants(relation):
-        acc = make()
-        if acc.supports(event):
-            acc.compose(event)
+    for _, make, adapt in _accountants(relation):
+        acc, ev = make(), adapt(event)
+        if ev is not None and acc.supports(ev):
+            acc.compose(ev)
             best = min(best, float(acc.get_delta(eps)))
     return best
 

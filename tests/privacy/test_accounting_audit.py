@@ -25,6 +25,19 @@ def test_randomised_response_k2_p_half_is_ln3():
     assert eps == pytest.approx(math.log(3), abs=2e-3) and "PLD" in how
 
 
+def test_self_composed_randomised_response_counts_every_release():
+    """dp-accounting 0.6's PLD drops the count of SelfComposed(RR); we expand it. Basic
+    composition of pure DP is an upper bound and k releases must cost more than one."""
+    import dp_accounting
+
+    one = accounting.pure_dp_event(1.0)
+    three, _ = accounting.epsilon(dp_accounting.SelfComposedDpEvent(one, 3), 0.0, "replace_one")
+    explicit, _ = accounting.epsilon(dp_accounting.ComposedDpEvent([one] * 3), 0.0, "replace_one")
+    assert three == pytest.approx(3.0, abs=5e-3) and explicit == pytest.approx(three, abs=1e-6)
+    big, how = accounting.epsilon(dp_accounting.SelfComposedDpEvent(one, 10_000), 1e-6, "replace_one")
+    assert 1.0 < big <= 10_000.0 and "RDP" in how
+
+
 def test_pure_dp_event_round_trip():
     for e in (0.1, 1.0, 5.0):
         got, _ = accounting.epsilon(accounting.pure_dp_event(e), 0.0, "replace_one")
