@@ -21,13 +21,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from privrec.cli import datasets, demo, models
+    from privrec.cli import datasets, demo, models, reproduce
 
     cli.add_command(datasets.datasets)
     cli.add_command(models.train)
     cli.add_command(models.evaluate)
     cli.add_command(models.recommend)
     cli.add_command(demo.demo)
+    cli.add_command(reproduce.reproduce)
 
 
 _register()

@@ -12,7 +12,7 @@ from privrec.models import MODELS
 
 
 @click.command()
-@click.argument("model", type=click.Choice(sorted(MODELS), case_sensitive=False))
+@click.argument("model", type=click.Choice(sorted(m for m in MODELS if m != "dasl"), case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
 @click.option("--protocol", type=click.Choice(["recbole", "raw"]), default="recbole", show_default=True,
               help="recbole: rating>=3, 10-core, leave-one-out, max length 50. raw: no filtering.")

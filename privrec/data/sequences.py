@@ -50,6 +50,14 @@ class Sequences:
         src = np.repeat(self.indptr[:-1] + start - indptr[:-1], lengths) + np.arange(indptr[-1])
         return Sequences(indptr, self.items[src])
 
+    def take_rows(self, rows: np.ndarray) -> "Sequences":
+        """A new CSR whose row ``i`` is ``row(rows[i])``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        lengths = self.lengths[rows]
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        src = np.repeat(self.indptr[rows] - indptr[:-1], lengths) + np.arange(indptr[-1])
+        return Sequences(indptr, self.items[src])
+
     def concat(self, other: "Sequences") -> "Sequences":
         """Row-wise concatenation ``row(u) + other.row(u)``."""
         if other.n_rows != self.n_rows:

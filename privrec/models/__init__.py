@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from privrec.errors import ParameterError
 from privrec.models.base import NextItemModel, Recommender
+from privrec.models.dasl import DASL
 from privrec.models.gru4rec import GRU4Rec
 from privrec.models.sasrec import SASRec
 
-MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec}
+MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "dasl": DASL}
 
 
 def build(name: str, **config) -> Recommender:
@@ -18,4 +19,4 @@ def build(name: str, **config) -> Recommender:
     return cls(**config)
 
 
-__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "GRU4Rec", "SASRec"]
+__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "DASL", "GRU4Rec", "SASRec"]

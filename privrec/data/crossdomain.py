@@ -1,0 +1,191 @@
+"""Two-domain sequential data: shared users, disjoint items, per-domain chronological
+sequences and leave-one-out splits.
+
+Build it from any interaction table with a domain attribute (``split_by_item``), from two
+tables sharing a user id field (``build``), or use the default instance: ML-1M split by genre
+(``ml1m_genre_domains``). The auxiliary domain's validation and test items are never part of
+what a mechanism publishes (:meth:`CrossDomainData.publishable_rows`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from privrec.data.interactions import IdMap, Interactions
+from privrec.data.preprocess import drop_duplicates
+from privrec.data.sequences import Sequences, to_sequences
+from privrec.data.splits import Split, leave_one_out
+from privrec.errors import DataFormatError, EmptyDataError, ParameterError
+
+# ML-1M lists genres alphabetically; a movie's domain is decided by its first listed genre.
+ML1M_GENRE_DOMAINS: dict[str, tuple[str, ...]] = {
+    "action": ("Action", "Adventure", "Crime", "Fantasy", "Film-Noir", "Horror", "Mystery", "Sci-Fi", "Thriller",
+               "War", "Western"),
+    "drama": ("Animation", "Children's", "Comedy", "Documentary", "Drama", "Musical", "Romance"),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class DomainData:
+    name: str
+    items: IdMap
+    sequences: Sequences          # row = shared user code; row 0 is empty
+    split: Split                  # leave-one-out within the domain
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True, eq=False)
+class CrossDomainData:
+    users: IdMap
+    domains: tuple[DomainData, DomainData]
+    params: dict
+
+    @property
+    def n_users(self) -> int:
+        return len(self.users)
+
+    @property
+    def names(self) -> tuple[str, str]:
+        return self.domains[0].name, self.domains[1].name
+
+    def domain(self, name: str) -> DomainData:
+        for d in self.domains:
+            if d.name == name:
+                return d
+        raise ParameterError(f"no domain named {name!r}; domains are {self.names}")
+
+    def other(self, name: str) -> DomainData:
+        self.domain(name)
+        return self.domains[1] if self.domains[0].name == name else self.domains[0]
+
+    def publishable_rows(self, name: str) -> Sequences:
+        """A domain's per-user sequences without its validation and test items."""
+        return self.domain(name).split.train
+
+    def statistics(self) -> list[dict]:
+        """Per-domain statistics in the shape of PriCDSR's Table I."""
+        out = []
+        for d in self.domains:
+            lengths = d.sequences.lengths[1:]
+            out.append({"domain": d.name, "users": self.n_users, "items": d.n_items,
+                        "interactions": int(lengths.sum()), "avg_seq_len": float(lengths.mean())})
+        return out
+
+
+def split_by_item(inter: Interactions, domain_of_item: np.ndarray, names: tuple[str, str]) -> tuple[Interactions, Interactions]:
+    """Split one table into two by a per-item domain index (0 or 1, aligned with item codes)."""
+    dom = np.asarray(domain_of_item)
+    if dom.shape[0] != len(inter.items.tokens):
+        raise ParameterError("domain_of_item needs one entry per item code (index 0 = padding)")
+    present = np.unique(dom[inter.item])
+    if len(present) < 2:
+        raise DataFormatError(f"the domain rule puts every interaction in one domain ({names[int(present[0])]}); "
+                              "a cross-domain dataset needs two non-empty domains")
+    rows = dom[inter.item]
+    parts = []
+    for k, name in enumerate(names):
+        part = inter.take(rows == k)
+        parts.append(part.__class__(**{**part.__dict__, "name": name}))
+    return parts[0], parts[1]
+
+
+def split_by_column(frame: pd.DataFrame, domain_col: str, **kwargs) -> tuple[Interactions, Interactions]:
+    """Two Interactions from a table with a domain column holding exactly two values."""
+    if domain_col not in frame.columns:
+        raise DataFormatError(f"domain column {domain_col!r} is missing (columns: {list(frame.columns)})")
+    values = sorted(frame[domain_col].astype(str).unique())
+    if len(values) != 2:
+        raise DataFormatError(f"column {domain_col!r} must hold exactly two domains, found {len(values)}: {values[:5]}")
+    return tuple(Interactions.from_frame(frame[frame[domain_col].astype(str) == v].reset_index(drop=True), name=v,
+                                         **kwargs) for v in values)  # type: ignore[return-value]
+
+
+def ml1m_genre_domains(inter: Interactions) -> tuple[Interactions, Interactions]:
+    """ML-1M split by each movie's first listed genre into 'action' and 'drama' (see ML1M_GENRE_DOMAINS)."""
+    if inter.item_features is None or "genre" not in inter.item_features:
+        raise DataFormatError("the genre split needs an item 'genre' field (ML-1M's .item file)")
+    first = inter.item_features["genre"].map(lambda g: g[0] if isinstance(g, list) and g else None)
+    lookup = {g: k for k, name in enumerate(ML1M_GENRE_DOMAINS) for g in ML1M_GENRE_DOMAINS[name]}
+    dom = np.zeros(len(inter.items.tokens), dtype=np.int64)
+    codes = first.index.to_numpy()
+    unknown = sorted({g for g in first if g not in lookup})
+    if unknown:
+        raise DataFormatError(f"genres {unknown} are not assigned to a domain")
+    dom[codes] = [lookup[g] for g in first]
+    return split_by_item(inter, dom, tuple(ML1M_GENRE_DOMAINS))  # type: ignore[arg-type]
+
+
+def build(a: Interactions, b: Interactions, *, min_user: int = 5, min_item: int = 5) -> CrossDomainData:
+    """Shared-user two-domain data: de-duplicate, then iterate until every kept user has
+    >= ``min_user`` interactions in *each* domain and every kept item >= ``min_item``."""
+    if min_user < 3:
+        raise ParameterError("min_user must be >= 3 so every user has train, validation and test items")
+    a, b = drop_duplicates(a), drop_duplicates(b)
+    shared = pd.Index(a.users.tokens[1:].astype(str)).intersection(pd.Index(b.users.tokens[1:].astype(str)))
+    if len(shared) == 0:
+        raise EmptyDataError(f"domains {a.name!r} and {b.name!r} share no user ids; cross-domain data needs the same "
+                             "users in both (check the user id field)")
+    shared = shared.sort_values()
+    # per-row shared-user index (-1: user not in both domains); integer work from here on
+    su_a = shared.get_indexer(a.users.tokens.astype(str))[a.user]
+    su_b = shared.get_indexer(b.users.tokens.astype(str))[b.user]
+    keep_a, keep_b = su_a >= 0, su_b >= 0
+    n_shared = len(shared)
+    while True:
+        ca = np.bincount(su_a[keep_a], minlength=n_shared)
+        cb = np.bincount(su_b[keep_b], minlength=n_shared)
+        good = (ca >= min_user) & (cb >= min_user)
+        ia = np.bincount(a.item[keep_a], minlength=len(a.items.tokens))
+        ib = np.bincount(b.item[keep_b], minlength=len(b.items.tokens))
+        new_a = keep_a & good[np.maximum(su_a, 0)] & (ia[a.item] >= min_item)
+        new_b = keep_b & good[np.maximum(su_b, 0)] & (ib[b.item] >= min_item)
+        if (new_a == keep_a).all() and (new_b == keep_b).all():
+            break
+        keep_a, keep_b = new_a, new_b
+        if not keep_a.any() or not keep_b.any():
+            raise EmptyDataError(f"no user has >= {min_user} interactions in both domains after filtering items with "
+                                 f"< {min_item}; lower --min-user/--min-item")
+    raw_a = np.asarray(shared)[su_a[keep_a]]
+    raw_b = np.asarray(shared)[su_b[keep_b]]
+    user_ids, _ = IdMap.factorize(np.unique(raw_a), "user")
+    domains = []
+    for inter, raw, keep in ((a, raw_a, keep_a), (b, raw_b, keep_b)):
+        part = inter.take(keep)
+        items, table = part.items.subset(part.item)
+        recoded = Interactions(user=user_ids.encode(raw), item=table[part.item], timestamp=part.timestamp,
+                               rating=part.rating, users=user_ids, items=items, name=inter.name)
+        seqs = to_sequences(recoded)
+        domains.append(DomainData(inter.name, items, seqs, leave_one_out(seqs)))
+    return CrossDomainData(user_ids, (domains[0], domains[1]), {"min_user": min_user, "min_item": min_item})
+
+
+def ml1m_cross_domain(inter: Interactions, min_user: int = 5, min_item: int = 5) -> CrossDomainData:
+    a, b = ml1m_genre_domains(inter)
+    return build(a, b, min_user=min_user, min_item=min_item)
+
+
+def align_published(rows: np.ndarray, row_users: np.ndarray | list, data: CrossDomainData,
+                    items: IdMap) -> np.ndarray:
+    """Place a published (users, L) raw matrix into the shared user order, checking ids.
+
+    ``row_users``: raw user ids of the rows; every one must be a shared user and every shared
+    user must appear (the target domain cannot use rows for users it does not know)."""
+    codes = data.users.encode([str(u) for u in row_users], strict=False)
+    if (codes == 0).any():
+        bad = [str(u) for u, c in zip(row_users, codes) if c == 0][:5]
+        raise DataFormatError(f"the auxiliary file has users unknown to the target domain: {bad}; publish the "
+                              "auxiliary rows of the same users")
+    out = np.zeros((data.n_users + 1, rows.shape[1]), dtype=np.int64)
+    out[codes] = rows
+    missing = np.setdiff1d(np.arange(1, data.n_users + 1), codes)
+    if len(missing):
+        raise DataFormatError(f"the auxiliary file lacks {len(missing)} shared users (e.g. "
+                              f"{data.users.decode(missing[:3]).tolist()})")
+    return out

@@ -1,0 +1,154 @@
+"""Cross-domain data, DASL, and the PriCDSR pipeline (tiny synthetic tables)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from privrec.data.crossdomain import align_published, build, split_by_column
+from privrec.data.interactions import Interactions
+from privrec.errors import DataFormatError, EmptyDataError, ParameterError, PrivrecError
+from privrec.experiments import pricdsr as P
+from privrec.models.dasl import DASL
+from privrec.training.tasks import CrossDomainTask
+from privrec.training.trainer import TrainConfig
+
+
+def _table(n_users=40, n_a=200, n_b=180, per=12, seed=0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(n_users):
+        for dom, n in (("A", n_a), ("B", n_b)):
+            items = rng.choice(n, per, replace=False)
+            for t, i in enumerate(items):
+                rows.append({"user_id": f"u{u}", "item_id": f"{dom}{i}", "timestamp": float(t * 10 + (dom == "B")),
+                             "domain": dom})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def data():
+    a, b = split_by_column(_table(), "domain")
+    return build(a, b, min_user=5, min_item=1)
+
+
+def test_builder_shares_users_and_keeps_domains_disjoint(data):
+    assert data.names == ("A", "B") and data.n_users == 40
+    a, b = data.domains
+    assert all(t.startswith("A") for t in a.items.tokens[1:]) and all(t.startswith("B") for t in b.items.tokens[1:])
+    stats = {s["domain"]: s for s in data.statistics()}
+    assert stats["A"]["interactions"] == 40 * 12 and stats["B"]["avg_seq_len"] == 12
+    # publishable rows never contain the auxiliary validation/test items
+    pub = data.publishable_rows("B")
+    for u in (1, 7, 40):
+        assert list(pub.row(u)) == list(b.sequences.row(u)[:-2])
+
+
+def test_builder_errors():
+    frame = _table()
+    with pytest.raises(DataFormatError, match="exactly two"):
+        split_by_column(frame.assign(domain="A"), "domain")
+    with pytest.raises(DataFormatError, match="missing"):
+        split_by_column(frame, "kind")
+    a = Interactions.from_frame(frame[frame.domain == "A"], name="A")
+    b = Interactions.from_frame(frame[frame.domain == "B"].assign(user_id=lambda f: "x" + f.user_id), name="B")
+    with pytest.raises(EmptyDataError, match="share no user"):
+        build(a, b)
+    a, b = split_by_column(frame, "domain")
+    with pytest.raises(EmptyDataError, match="both domains"):
+        build(a, b, min_user=13)
+
+
+def test_publish_is_seeded_and_clean_without_epsilon(data):
+    clean, g, _ = P.publish(data, "B", None, 10, None)
+    assert g is None and (clean[1:] > 0).sum() == 40 * 10
+    r1, g1, s1 = P.publish(data, "B", 5.0, 10, 3)
+    r2, _, _ = P.publish(data, "B", 5.0, 10, 3)
+    assert np.array_equal(r1, r2) and s1["seed"] == 3 and not np.array_equal(r1, clean)
+    assert g1.epsilon == 10.0 and g1.claimed.epsilon == 5.0          # the honest swap guarantee is 2 eps
+    with pytest.raises(ParameterError):
+        P.publish(data, "B", 0.0, 10, 0)
+
+
+def test_atomic_export_round_trip_and_bad_files(data, tmp_path):
+    rows, _, _ = P.publish(data, "B", 2.0, 10, 1)
+    path = P.export_atomic(rows, data, "B", tmp_path / "aux.inter")
+    back = P.read_published(path, data, "B", 10)
+    assert np.array_equal(back, rows)
+    header = path.read_text().splitlines()[0]
+    assert header == "user_id:token\titem_id:token\ttimestamp:float"
+    # an auxiliary file with users the target does not know
+    bad = tmp_path / "bad.inter"
+    bad.write_text(header + "\nstranger\tB1\t1\n")
+    with pytest.raises(DataFormatError, match="unknown to the target"):
+        P.read_published(bad, data, "B", 10)
+    with pytest.raises(DataFormatError, match="lacks"):
+        align_published(rows[1:3], data.users.tokens[1:3], data, data.domain("B").items)
+
+
+def _model(data, mode, encoder="stream"):
+    torch.manual_seed(0)
+    return DASL(data.n_users, [d.n_items for d in data.domains], target=0, mode=mode, embedding=8, window=4,
+                encoder=encoder)
+
+
+@pytest.mark.parametrize("encoder", ["stream", "window"])
+def test_dasl_single_never_touches_the_auxiliary_domain(data, encoder):
+    task = CrossDomainTask(data, "A", P.publish(data, "B", None, 10, None)[0], max_len=10, window=4)
+    model = _model(data, "single", encoder)
+    batch = next(task.train_batches(16, np.random.default_rng(0)))
+    model.loss(batch).backward()
+    for name, p in model.named_parameters():
+        touched = p.grad is not None and bool(p.grad.abs().sum() > 0)
+        assert touched == (name.split(".")[1] == "0" if name.split(".")[0] != "attn" else name.startswith("attn.0")), name
+
+
+def test_dasl_dual_attention_uses_cross_domain_states(data):
+    rows = P.publish(data, "B", None, 10, None)[0]
+    task = CrossDomainTask(data, "A", rows, max_len=10, window=4)
+    model = _model(data, "dual").eval()
+    users = np.arange(1, 9)
+    batch = task.eval_batch("test", users)
+    s1 = model.score(batch)
+    assert s1.shape == (8, data.domains[0].n_items + 1) and torch.isinf(s1[:, 0]).all()
+    batch["seq1"] = torch.flip(batch["seq1"], [0])                     # other users' auxiliary rows
+    assert not torch.allclose(model.score(batch)[:, 1:], s1[:, 1:])
+    # exact orthogonality of the dual-embedding map
+    x = model.mapping.weight
+    assert torch.allclose(x.T @ x, torch.eye(x.shape[0]), atol=1e-5)
+
+
+def test_task_rejects_bad_aux_rows(data):
+    with pytest.raises(ParameterError, match="shape"):
+        CrossDomainTask(data, "A", np.zeros((3, 10), dtype=np.int64))
+    with pytest.raises(ParameterError, match="outside"):
+        CrossDomainTask(data, "A", np.full((data.n_users + 1, 10), 999))
+
+
+def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
+    cfg = P.PriCDSRConfig(max_len=10, window=4, embedding=8, seeds=(0,), epsilons=(1.0, 10.0),
+                          directions=("A<-B",), table3_directions=("A<-B",),
+                          train=TrainConfig(epochs=1, batch_size=16, patience=1, progress=False))
+    result = P.reproduce(cfg, tmp_path / "out", log=lambda m: None, data=data)
+    names = {(s["variant"], s["epsilon"]) for s in result["summary"]}
+    assert names == {("DASL-single", None), ("DASL", None), ("PriCDSR-DASL", 10.0), ("PriCDSR-DASL", 1.0)}
+    assert all("ndcg@10 (sampled)" in s["test"] and "ndcg@10 (full)" in s["test"] for s in result["summary"])
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "Table II analog" in md and "PriCDSR-DASL (ε=10)" in md
+    assert (tmp_path / "out" / "privacy_utility.png").stat().st_size > 1000
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["certificates"]["B:10.0"]["guarantee"]["epsilon"] == 20.0
+
+
+def test_bad_direction_and_epsilon_write_nothing(data, tmp_path):
+    cfg = P.PriCDSRConfig(directions=("A<-C",), seeds=(0,), train=TrainConfig(epochs=1, progress=False))
+    with pytest.raises(PrivrecError, match="direction"):
+        P.reproduce(cfg, tmp_path / "x", log=lambda m: None, data=data)
+    with pytest.raises(PrivrecError, match="epsilon"):
+        P.reproduce(replace(cfg, epsilons=(-1.0,)), tmp_path / "y", log=lambda m: None, data=data)
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
