@@ -34,7 +34,7 @@ def pure_dp_event(epsilon: float) -> dp_accounting.DpEvent:
     log-likelihood ratio epsilon (Kairouz, Oh, Viswanath 2015). Use with ``replace_one``."""
     if epsilon == math.inf:
         return dp_accounting.NonPrivateDpEvent()
-    return dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(epsilon)), num_buckets=2)
+    return dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 * math.exp(-epsilon) / (1.0 + math.exp(-epsilon)), num_buckets=2)
 
 
 def gaussian_event(noise_multiplier: float, count: int = 1) -> dp_accounting.DpEvent:
