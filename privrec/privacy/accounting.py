@@ -45,6 +45,7 @@ def gaussian_event(noise_multiplier: float, count: int = 1) -> dp_accounting.DpE
 
 
 _MAX_PLD_EXPANSION = 4096
+PLD_SKIP_ABOVE = 64.0     # above this RDP epsilon, PLD (minutes at large epsilon) is not tried
 
 
 def _contains_rr(event: dp_accounting.DpEvent) -> bool:
@@ -82,6 +83,8 @@ def epsilon(event: dp_accounting.DpEvent, delta: float, relation: Relation = "ad
     """Smallest epsilon at ``delta`` over the RDP and PLD accountants, and which one gave it."""
     best, how = math.inf, "none (unsupported event)"
     for name, make, adapt in _accountants(relation):
+        if name == "PLD" and PLD_SKIP_ABOVE < best < math.inf:
+            break                       # PLD's discretisation grows with epsilon; RDP is tight enough here
         acc, ev = make(), adapt(event)
         if ev is None or not acc.supports(ev):
             continue
