@@ -21,7 +21,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from privrec.cli import datasets, demo, models, reproduce
+    from privrec.cli import datasets, demo, models, privacy, reproduce
 
     cli.add_command(datasets.datasets)
     cli.add_command(models.train)
@@ -29,6 +29,9 @@ def _register() -> None:
     cli.add_command(models.recommend)
     cli.add_command(demo.demo)
     cli.add_command(reproduce.reproduce)
+    cli.add_command(privacy.publish)
+    cli.add_command(privacy.guarantee)
+    cli.add_command(privacy.audit)
 
 
 _register()

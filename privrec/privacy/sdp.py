@@ -141,3 +141,17 @@ def guarantee(epsilon: float, n_items: int, max_len: int) -> Guarantee:
                "swaps in rows with padding cost up to 2 eps.",
                "Timestamps are not protected; the output keeps each row's length L and user order."),
     ).with_related(value_change, user_level)
+
+
+def audit_case(epsilon: float = 1.0, n_items: int = 3) -> dict:
+    """The swap counterexample as an audit: rows [0,1,2] vs [0,2,1] (items 1, 2 of m), discrete
+    on the whole output row. Claimed = the paper's eps; the true guarantee is 2 eps."""
+    eps = check_epsilon(epsilon)
+    a, b = np.array([[0, 1, 2]]), np.array([[0, 2, 1]])
+
+    def sampler(row):
+        return lambda g, n: list(map(tuple, perturb(np.repeat(row, n, 0), n_items, eps, g).tolist()))
+
+    return {"name": f"pricdsr-sdp(eps={eps:g}, m={n_items})", "claimed_epsilon": eps, "true_epsilon": 2 * eps,
+            "delta": 0.0, "sample_a": sampler(a), "sample_b": sampler(b), "kind": "discrete",
+            "key_or_statistic": tuple}

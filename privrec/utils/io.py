@@ -27,6 +27,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)              # mkstemp creates 0600; use the normal file mode
         os.replace(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)

@@ -1,0 +1,79 @@
+"""`privrec publish / guarantee / audit` on tiny files (no network)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from privrec.cli import cli
+from privrec.data.atomic import read_atomic
+from privrec.privacy.catalogue import AUDITS, run_audit
+
+
+@pytest.fixture
+def inter_file(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = [{"user_id": f"u{u}", "item_id": f"i{i}", "rating": 4.0, "timestamp": float(t)}
+            for u in range(30) for t, i in enumerate(rng.choice(60, 12, replace=False))]
+    path = tmp_path / "toy.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_publish_sdp_writes_file_and_certificate_that_read_back(inter_file, tmp_path):
+    out = tmp_path / "pub" / "toy-sdp.inter"
+    res = _run("publish", "sdp", str(inter_file), "-o", str(out), "--epsilon", "5", "--seed", "7", "--max-len", "10")
+    assert res.exit_code == 0, res.output
+    frame, types = read_atomic(out)
+    assert types == {"user_id": "token", "item_id": "token", "timestamp": "float"}
+    assert frame["user_id"].nunique() <= 30 and frame["timestamp"].between(1, 10).all()
+    cert = json.loads(out.with_name(out.name + ".privacy.json").read_text())
+    assert cert["guarantee"]["epsilon"] == 10.0 and cert["guarantee"]["paper_claim"]["epsilon"] == 5.0
+    assert cert["randomness"]["seed"] == 7
+    again = tmp_path / "again.inter"
+    _run("publish", "sdp", str(inter_file), "-o", str(again), "--epsilon", "5", "--seed", "7", "--max-len", "10")
+    assert again.read_text() == out.read_text()                      # same seed, same output
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--epsilon", "0"], "epsilon"), (["--epsilon", "nan"], "epsilon"), (["--epsilon", "1", "--max-len", "0"], "max_len"),
+])
+def test_publish_bad_parameters_write_nothing(inter_file, tmp_path, args, needle):
+    from privrec.cli import main
+
+    out = tmp_path / "never" / "x.inter"
+    code = main(["publish", "sdp", str(inter_file), "-o", str(out), *args])
+    assert code == 2 and not out.exists() and not out.parent.exists()
+
+
+def test_publish_jlt_outputs_users_by_n_prime(inter_file, tmp_path):
+    out = tmp_path / "jlt.parquet"
+    res = _run("publish", "jlt", str(inter_file), "-o", str(out), "--epsilon", "1", "--n-prime", "8", "--seed", "1")
+    assert res.exit_code == 0, res.output
+    frame = pd.read_parquet(out)
+    assert frame.shape == (30, 9) and frame.columns[0] == "user_id"
+
+
+def test_guarantee_prints_the_true_pfcr_epsilon():
+    res = _run("guarantee", "pfcr-paper", "--epsilon", "0.5", "--buckets", "64")
+    assert res.exit_code == 0 and "epsilon=5.139" in res.output and "paper claims 0.5" in res.output
+    res = _run("guarantee", "sdp", "--epsilon", "1", "--json")
+    assert json.loads(res.output)["epsilon"] == 2.0
+
+
+def test_audit_flags_the_broken_claims_and_respects_the_correct_ones():
+    assert set(AUDITS) >= {"sdp", "rr", "jlt", "sjlt", "piecewise", "oue", "graph", "pfcr-paper", "pfcr-calibrated"}
+    bad, _ = run_audit("pfcr-paper", 0.5, samples=20_000, seed=0)
+    assert bad.violates_claim and bad.lower_bound > 3
+    ok, _ = run_audit("pfcr-calibrated", 0.5, samples=20_000, seed=0)
+    assert not ok.violates_claim
+    res = _run("audit", "sdp", "--samples", "20000")
+    assert res.exit_code == 0 and "CLAIM VIOLATED" in res.output and "true epsilon of this setting: 2" in res.output
