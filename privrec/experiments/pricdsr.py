@@ -306,6 +306,6 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-QUICK = dict(seeds=(0,), max_users=1200, max_len=20, epsilons=(1.0, 10.0, 50.0),
-             train=TrainConfig(epochs=3, batch_size=64, lr=2e-3, patience=2, select_metric="ndcg@10", grad_clip=None,
+QUICK = dict(seeds=(0,), max_users=1200, max_len=30, epsilons=(1.0, 10.0, 50.0),
+             train=TrainConfig(epochs=4, batch_size=64, lr=2e-3, patience=2, select_metric="ndcg@10", grad_clip=None,
                                progress=False))

@@ -1,11 +1,17 @@
 """Privacy layer: mechanisms (arrays + Generator in, arrays + Guarantee out), accounting, audit.
 
 Where is ...?
-  the SDP sequence mechanism (PriCDSR)          -> privrec.privacy.sdp
-  guarantees, certificates                      -> privrec.privacy.guarantee
-  dp-accounting helpers, ledger                 -> privrec.privacy.accounting, privrec.privacy.ledger
-  validation of epsilon / delta / ids           -> privrec.privacy.validate
-  empirical audit (Clopper-Pearson lower bound) -> privrec.privacy.audit
+  the SDP sequence mechanism (PriCDSR)              -> privrec.privacy.sdp
+  JLT / SJLT rating publishing (PriCDR)             -> privrec.privacy.jlt (+ fwht: Walsh-Hadamard)
+  randomised response with alternatives (Mu & Lim)  -> privrec.privacy.rr, privrec.privacy.alternatives
+  user-feature LDP: piecewise + OUE (DIPSGNN)       -> privrec.privacy.features
+  noisy GNN aggregation, EdgeRand (DIPSGNN)         -> privrec.privacy.graph
+  federated gradient codec (PFCR)                   -> privrec.privacy.fedcodec
+  guarantees, certificates                          -> privrec.privacy.guarantee
+  dp-accounting helpers, ledger                     -> privrec.privacy.accounting, privrec.privacy.ledger
+  validation of epsilon / delta / ids               -> privrec.privacy.validate
+  empirical audit (Clopper-Pearson lower bound)     -> privrec.privacy.audit, privrec.privacy.catalogue
+  literal slow reference paths (tests only)         -> privrec.privacy._reference, _reference_jlt
 """
 
 from privrec.privacy.guarantee import Claim, Guarantee
