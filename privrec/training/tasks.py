@@ -49,8 +49,24 @@ def next_item_windows(train: Sequences, max_len: int, mode: str = "all") -> tupl
     return inputs, targets, users.astype(np.int64)
 
 
+class _SplitEvaluation:
+    """What the evaluator reads from a task with a ``split`` and per-stage ``_history``."""
+
+    split: Split
+    _history: dict[str, Sequences]
+
+    def stage_targets(self, stage: str) -> Sequences:
+        return self.split.targets(stage)
+
+    def stage_history(self, stage: str) -> Sequences:
+        return self._history[stage]
+
+    def train_items(self) -> Sequences:
+        return self.split.train
+
+
 @dataclass
-class SequenceTask:
+class SequenceTask(_SplitEvaluation):
     """Single-domain next-item prediction over a split."""
 
     split: Split
@@ -83,16 +99,7 @@ class SequenceTask:
     def n_train_batches(self, batch_size: int) -> int:
         return -(-len(self._inputs) // batch_size)
 
-    # ---- evaluation (RankingTask protocol)
-    def stage_targets(self, stage: str) -> Sequences:
-        return self.split.targets(stage)
-
-    def stage_history(self, stage: str) -> Sequences:
-        return self._history[stage]
-
-    def train_items(self) -> Sequences:
-        return self.split.train
-
+    # ---- evaluation (RankingTask protocol; targets and history from _SplitEvaluation)
     def eval_batch(self, stage: str, users: np.ndarray) -> dict[str, torch.Tensor]:
         hist = self._history[stage]
         seq = pad_left(hist.indptr, hist.items, self.max_len, users).astype(np.int64)
@@ -116,7 +123,7 @@ def _row_sequences(rows: np.ndarray) -> Sequences:
 
 
 @dataclass
-class CrossDomainTask:
+class CrossDomainTask(_SplitEvaluation):
     """Two-domain next-item prediction for DASL-style models (PriCDSR protocol).
 
     The target domain is trained on its train split and evaluated (leave-one-out) on its
@@ -192,16 +199,7 @@ class CrossDomainTask:
     def n_train_batches(self, batch_size: int) -> int:
         return -(-len(self._users) // batch_size)
 
-    # ---- evaluation (RankingTask protocol)
-    def stage_targets(self, stage: str) -> Sequences:
-        return self.split.targets(stage)
-
-    def stage_history(self, stage: str) -> Sequences:
-        return self._history[stage]
-
-    def train_items(self) -> Sequences:
-        return self.split.train
-
+    # ---- evaluation (RankingTask protocol; targets and history from _SplitEvaluation)
     def eval_batch(self, stage: str, users: np.ndarray) -> dict[str, torch.Tensor]:
         hist = self._history[stage]
         users = np.asarray(users, dtype=np.int64)
