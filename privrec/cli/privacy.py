@@ -65,8 +65,9 @@ def _item_texts(inter) -> list[str]:
 @click.option("--q", type=float, default=0.1, show_default=True, help="sjlt: density of the sparse projection.")
 @click.option("--calibration", type=click.Choice(["paper", "blocki", "tight"]), default="paper", show_default=True,
               help="jlt/sjlt: how the lift w is chosen from (ε, δ).")
-@click.option("--alternatives", type=click.Choice(["injective", "nearest"]), default="injective", show_default=True,
-              help="rr: injective matching over kNN (Thm 3.1 holds) or the paper's nearest neighbour.")
+@click.option("--alternatives", type=click.Choice(["injective", "paired", "nearest"]), default="injective",
+              show_default=True, help="rr: injective matching over kNN (Thm 3.1 holds), a pair-swapping map (also a "
+              "finite per-item epsilon), or the paper's nearest neighbour (not injective: true odds reported).")
 @click.option("--embeddings", type=click.Path(exists=True, dir_okay=False), default=None,
               help="rr: .npy item embeddings (row i = item code i+1) instead of MiniLM on the titles.")
 @click.option("--allow-invalid", is_flag=True, help="Run settings outside the theorem's validity (reported).")
@@ -102,7 +103,8 @@ def publish(mechanism: str, source: str, output: str, epsilon: float, delta: flo
             from privrec.privacy import rr
 
             emb = np.load(embeddings) if embeddings else A.embed_texts(_item_texts(inter))
-            amap = A.injective_map(emb) if alternatives == "injective" else A.nearest_neighbour_map(emb)
+            amap = {"injective": A.injective_map, "paired": A.paired_map,
+                    "nearest": A.nearest_neighbour_map}[alternatives](emb)
             guarantee = rr.guarantee(epsilon, amap, sequences=rows, allow_invalid=allow_invalid)
             published = rr.perturb(rows, amap, epsilon, rng, allow_invalid=allow_invalid)
         frame, types = _rows_frame(published, users, inter), _ROW_TYPES
