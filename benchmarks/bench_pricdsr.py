@@ -15,6 +15,7 @@ from privrec.data.crossdomain import ml1m_cross_domain
 from privrec.data.tables import load
 from privrec.evaluation.evaluator import evaluate
 from privrec.experiments.pricdsr import FULL, SAMPLED, PriCDSRConfig
+from privrec.experiments.report import markdown_table
 from privrec.models.dasl import DASL
 from privrec.training.tasks import CrossDomainTask
 
@@ -54,10 +55,8 @@ def main() -> None:
         full_s = time.perf_counter() - t
         rows.append((variant, f"{per_batch:.3f}", f"{epoch:.0f}", f"{sampled_s:.1f}", f"{full_s:.1f}"))
     print(f"ML-1M by genre: {data.n_users:,} shared users; building the two-domain data took {build_s:.1f} s\n")
-    print("| model | s / batch (64 users) | s / epoch (scaled) | sampled eval, all users (s) | full eval (s) |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print(markdown_table(["model", "s / batch (64 users)", "s / epoch (scaled)", "sampled eval, all users (s)",
+                          "full eval (s)"], rows))
 
 
 if __name__ == "__main__":

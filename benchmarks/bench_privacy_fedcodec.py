@@ -9,21 +9,13 @@ one upload and of 10 rounds. Prints a Markdown table.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
 
 from privrec.privacy import fedcodec as F
 
-
-def timed(fn, repeats: int):
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+from _timing import timed
 
 
 def main() -> None:

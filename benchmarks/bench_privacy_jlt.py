@@ -19,11 +19,12 @@ ones (random matrices drawn beforehand, not timed). Run:
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
 import scipy.sparse as sp
+
+from _timing import timed
 
 
 def ml1m_matrix(n_items: int) -> sp.csr_matrix:
@@ -39,15 +40,6 @@ def ml1m_matrix(n_items: int) -> sp.csr_matrix:
     keep = remap[items] >= 0
     return sp.csr_matrix((inter.rating[keep].astype(np.float64), (users[keep], remap[items[keep]])),
                          shape=(int(users.max()) + 1, n_items))
-
-
-def timed(fn, repeat: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
 
 
 def main() -> None:

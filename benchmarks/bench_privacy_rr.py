@@ -17,19 +17,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
-import time
 
 import numpy as np
 
-
-def timed(fn, repeat: int = 1):
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+from _timing import timed
 
 
 def table(title: str, header: list[str], rows: list[list]) -> None:

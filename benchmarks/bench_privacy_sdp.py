@@ -7,10 +7,10 @@ exactly per-row); the sample size is printed. Usage: python benchmarks/bench_pri
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from _timing import timed
 
+from privrec.experiments.report import markdown_table
 from privrec.privacy import sdp
 from privrec.privacy._reference import sdp_authors_style
 
@@ -24,30 +24,18 @@ def matrix(n: int, L: int, m: int, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def best_of(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 def main() -> None:
     rng = np.random.default_rng(0)
     sdp.perturb(matrix(10, 5, 20, rng), 20, 1.0, rng)                     # numba compile, not timed
     rows = []
     for n, L, m, sample in ((6_040, 200, 3_706, 30), (138_000, 200, 27_000, 5)):
         x = matrix(n, L, m, rng)
-        fast = best_of(lambda: sdp.perturb(x, m, 1.0, np.random.default_rng(1)))
-        t = best_of(lambda: sdp_authors_style(x[:sample], m, 1.0, np.random.default_rng(1)), 1)
+        fast, _ = timed(lambda: sdp.perturb(x, m, 1.0, np.random.default_rng(1)), 3)
+        t, _ = timed(lambda: sdp_authors_style(x[:sample], m, 1.0, np.random.default_rng(1)))
         literal = t * n / sample
         rows.append((f"{n:,} x {L}", f"{m:,}", f"{fast:.3f}", f"{literal:,.0f} (from {sample} rows)",
                      f"{literal / fast:,.0f}x"))
-    print("| matrix | m | privrec (s) | authors' np.random.choice (s, extrapolated) | ratio |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print(markdown_table(["matrix", "m", "privrec (s)", "authors' np.random.choice (s, extrapolated)", "ratio"], rows))
 
 
 if __name__ == "__main__":

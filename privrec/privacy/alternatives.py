@@ -52,7 +52,7 @@ from typing import Any, Iterable, Literal, Sequence
 import numpy as np
 
 from privrec.errors import ParameterError, PrivrecError
-from privrec.privacy.validate import check_finite_array, check_positive_int
+from privrec.privacy.validate import as_int_array, check_finite_array, check_positive_int
 
 Backend = Literal["auto", "faiss", "numpy"]
 _U32 = 2.0 ** -24                        # unit roundoff of float32
@@ -339,12 +339,7 @@ def check_alternative_map(alt_map, n_items: int | None = None, name: str = "alt_
     arr = np.asarray(raw)
     if arr.ndim != 1:
         raise ParameterError(f"{name} must be a 1-D array over item codes 0..m, got shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        if np.issubdtype(arr.dtype, np.floating) and np.isfinite(arr).all() and (arr == np.round(arr)).all():
-            arr = arr.astype(np.int64)
-        else:
-            raise ParameterError(f"{name} must hold integer item codes, got dtype {arr.dtype}")
-    arr = np.array(arr, dtype=np.int64, copy=True)
+    arr = as_int_array(arr, name, "item codes")
     m = len(arr) - 1
     if m < 2:
         raise ParameterError(f"{name} has length {len(arr)}; it must have length m + 1 >= 3 (entry 0 for padding, "

@@ -70,7 +70,8 @@ import numpy as np
 from privrec.errors import ParameterError
 from privrec.privacy import accounting
 from privrec.privacy.guarantee import Claim, Guarantee
-from privrec.privacy.validate import check_delta, check_epsilon, check_finite_array, check_positive_int
+from privrec.privacy.validate import (check_delta, check_epsilon, check_finite_array, check_positive_int,
+                                      check_positive_number)
 
 Noise = Literal["integer", "continuous"]
 EpsilonPer = Literal["upload", "coordinate"]
@@ -93,14 +94,7 @@ def _to_numpy(g, name: str = "gradient") -> np.ndarray:
 
 
 def _check_clip(clip_value) -> float:
-    try:
-        tau = float(clip_value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"clip must be a number, got {clip_value!r}") from None
-    if not math.isfinite(tau) or tau <= 0:
-        raise ParameterError(f"clip (the threshold tau of Eq. 9) must be a positive finite number, got {clip_value!r}; "
-                             "e.g. clip=0.01 for embedding gradients")
-    return tau
+    return check_positive_number(clip_value, "clip (the threshold tau of Eq. 9)", "e.g. clip=0.01 for embedding gradients")
 
 
 def _check_buckets(b) -> int:

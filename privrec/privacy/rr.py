@@ -63,7 +63,8 @@ from privrec.errors import ParameterError
 from privrec.privacy import accounting
 from privrec.privacy.alternatives import check_alternative_map, is_involution, map_statistics, preimage_counts
 from privrec.privacy.guarantee import Claim, Guarantee
-from privrec.privacy.validate import check_epsilon, check_id_matrix, check_positive_int, check_probability
+from privrec.privacy.validate import (as_int_array, check_epsilon, check_id_matrix, check_positive_int,
+                                      check_probability)
 
 MECHANISM = "mu-lim-rr"
 DEFINITION = "Bayesian posterior-odds bound (uniform prior)"
@@ -88,11 +89,7 @@ def _check_lengths(lengths) -> np.ndarray:
         arr = arr.reshape(1)
     if arr.ndim != 1 or arr.size == 0:
         raise ParameterError(f"lengths must be a non-empty 1-D array of item counts, got shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        if np.issubdtype(arr.dtype, np.floating) and np.isfinite(arr).all() and (arr == np.round(arr)).all():
-            arr = arr.astype(np.int64)
-        else:
-            raise ParameterError(f"lengths must be integers (items per user), got dtype {arr.dtype}")
+    arr = as_int_array(arr, "lengths", "counts (integers: items per user)")
     if arr.min() < 0:
         raise ParameterError(f"lengths must be >= 0, got {int(arr.min())}")
     return arr.astype(np.int64)

@@ -9,15 +9,30 @@ import numpy as np
 from privrec.errors import ParameterError
 
 
-def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+def check_positive_number(value, name: str, hint: str | None = None) -> float:
+    """A positive finite float, or a ParameterError naming ``name`` (and ``hint``, the fix)."""
     try:
-        value = float(epsilon)
+        out = float(value)
     except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number, got {epsilon!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ParameterError(f"{name} must be a positive finite number, got {epsilon!r}; "
-                             f"e.g. --{name.replace('_', '-')} 1.0")
-    return value
+        raise ParameterError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(out) or out <= 0:
+        raise ParameterError(f"{name} must be a positive finite number, got {value!r}" + (f"; {hint}" if hint else ""))
+    return out
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    return check_positive_number(epsilon, name, f"e.g. --{name.replace('_', '-')} 1.0")
+
+
+def as_int_array(values, name: str, what: str) -> np.ndarray:
+    """A 1-D int64 copy of ``values``; integral floats are accepted, anything else is refused."""
+    arr = np.asarray(values)
+    if not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.floating) and np.isfinite(arr).all() and (arr == np.round(arr)).all():
+            arr = arr.astype(np.int64)
+        else:
+            raise ParameterError(f"{name} must hold integer {what}, got dtype {arr.dtype}")
+    return np.array(arr, dtype=np.int64, copy=True)
 
 
 def check_delta(delta: float, name: str = "delta") -> float:
