@@ -143,6 +143,14 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert (tmp_path / "out" / "privacy_utility.png").stat().st_size > 1000
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["certificates"]["B:10.0"]["guarantee"]["epsilon"] == 20.0
+    # an interrupted full run continues: finished runs are read back, not retrained
+    lines = (tmp_path / "out.progress.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    (tmp_path / "out.progress.jsonl").write_text("\n".join(lines[:3]) + "\n{cut off")
+    logs = []
+    again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
+    assert any("resuming: 3 finished runs" in m for m in logs)
+    assert [r["test"] for r in again["runs"][:3]] == [r["test"] for r in result["runs"][:3]]
 
 
 def test_bad_direction_and_epsilon_write_nothing(data, tmp_path):

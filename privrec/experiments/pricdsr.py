@@ -155,9 +155,57 @@ def train_one(data: CrossDomainData, target: str, aux_rows: np.ndarray, variant:
                      **{f"{k} (full)": v for k, v in test_full.metrics.items()}}}
 
 
+def _run_key(target: str, aux: str, variant: str, eps: float | None, seed: int) -> str:
+    return f"{target}<-{aux}|{variant}|{eps}|{seed}"
+
+
+def _fingerprint(cfg: PriCDSRConfig, data: CrossDomainData) -> str:
+    """What must match for a finished run to be reused (not the seeds or the ε list)."""
+    import hashlib
+    import json
+
+    d = cfg.to_dict()
+    for k in ("seeds", "epsilons", "directions", "table3_directions", "epsilon"):
+        d.pop(k)
+    d["train"].pop("progress", None)
+    d["data"] = [data.statistics(), data.params]
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _load_progress(path: Path, fingerprint: str) -> dict[str, dict]:
+    import json
+
+    if not path.exists():
+        return {}
+    out = {}
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue                                  # a line cut by a crash: that run is redone
+        if rec.get("fingerprint") == fingerprint:
+            out[rec["key"]] = rec["run"]
+    return out
+
+
+def _append_progress(path: Path, fingerprint: str, key: str, run: dict) -> None:
+    """One JSON line per finished run, flushed and fsynced (a crash loses at most the run in flight)."""
+    import json
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"fingerprint": fingerprint, "key": key, "run": run}, default=float) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None] = print,
-              data: CrossDomainData | None = None) -> dict:
-    """Table II (both directions) and Table III (ε sweep) analogs, plot and report."""
+              data: CrossDomainData | None = None, resume: bool = True) -> dict:
+    """Table II (both directions) and Table III (ε sweep) analogs, plot and report.
+
+    Every finished training run is appended to ``OUT_DIR.progress.jsonl``; with ``resume`` a
+    rerun with the same configuration reuses them (the full run takes CPU-hours)."""
     from privrec.utils.io import atomic_dir
 
     t0 = time.perf_counter()
@@ -170,34 +218,37 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     stats = data.statistics()
     log("dataset: " + "; ".join(f"{s['domain']}: {s['users']:,} users, {s['items']:,} items, "
                                 f"{s['interactions']:,} interactions" for s in stats))
+    jobs: list[tuple[str, str, str, float | None]] = []
+    for direction in cfg.directions:
+        target, aux = parse_direction(direction, data)
+        jobs += [(target, aux, "DASL-single", None), (target, aux, "DASL", None), (target, aux, "PriCDSR-DASL", cfg.epsilon)]
+    for direction in cfg.table3_directions:
+        target, aux = parse_direction(direction, data)
+        jobs += [(target, aux, "PriCDSR-DASL", e) for e in cfg.epsilons if (target, aux, "PriCDSR-DASL", e) not in jobs]
+    progress = Path(str(out_dir).rstrip("/") + ".progress.jsonl")
+    fingerprint = _fingerprint(cfg, data)
+    finished = _load_progress(progress, fingerprint) if resume else {}
+    if finished:
+        log(f"resuming: {len(finished)} finished runs read from {progress}")
     runs: list[dict] = []
     certificates: dict[str, dict] = {}
-
-    def run(target: str, aux: str, variant: str, eps: float | None) -> None:
-        for seed in cfg.seeds:
-            rows, guarantee, seed_info = publish(data, aux, eps, cfg.max_len, seed)
+    for seed in cfg.seeds:                      # seed-major: partial progress still fills whole tables
+        for target, aux, variant, eps in jobs:
+            rows, guarantee, _ = publish(data, aux, eps, cfg.max_len, seed)
             if guarantee is not None and f"{aux}:{eps}" not in certificates:
                 certificates[f"{aux}:{eps}"] = certificate(guarantee, resolve_seed(seed),
                                                            input_desc={"domain": aux, "rows": int(len(rows) - 1),
                                                                        "max_len": cfg.max_len})
-            r = train_one(data, target, rows, variant, seed, cfg, log)
-            r.update(aux=aux, epsilon=eps)
+            key = _run_key(target, aux, variant, eps, seed)
+            if key in finished:
+                r = finished[key]
+            else:
+                r = train_one(data, target, rows, variant, seed, cfg, log)
+                r.update(aux=aux, epsilon=eps)
+                _append_progress(progress, fingerprint, key, r)
             runs.append(r)
             log(f"{variant:13s} {target}<-{aux} eps={eps} seed={seed}: " +
                 "  ".join(f"{k} {v:.4f}" for k, v in r["test"].items() if "@10" in k))
-
-    done = set()
-    for direction in cfg.directions:
-        target, aux = parse_direction(direction, data)
-        for variant, eps in (("DASL-single", None), ("DASL", None), ("PriCDSR-DASL", cfg.epsilon)):
-            run(target, aux, variant, eps)
-            done.add((target, variant, eps))
-    for direction in cfg.table3_directions:
-        target, aux = parse_direction(direction, data)
-        for eps in cfg.epsilons:
-            if (target, "PriCDSR-DASL", eps) not in done:
-                run(target, aux, "PriCDSR-DASL", eps)
-                done.add((target, "PriCDSR-DASL", eps))
     result = {"kind": "pricdsr", "config": cfg.to_dict(), "statistics": stats, "runs": runs,
               "certificates": certificates, "summary": summarise(runs),
               "seconds": round(time.perf_counter() - t0, 1), "environment": environment()}
