@@ -93,6 +93,7 @@ def test_cli_bad_file_and_kcore(tmp_path, capsys, monkeypatch):
 
 def test_cli_help_on_every_command(capsys):
     for cmd in (["--help"], ["datasets", "--help"], ["datasets", "info", "--help"], ["train", "--help"],
-                ["evaluate", "--help"], ["recommend", "--help"], ["demo", "--help"]):
+                ["evaluate", "--help"], ["recommend", "--help"], ["demo", "--help"], ["reproduce", "pricdsr", "--help"],
+                ["publish", "--help"], ["guarantee", "--help"], ["audit", "--help"]):
         assert main(cmd) == 0
     assert "Usage" in capsys.readouterr().out
