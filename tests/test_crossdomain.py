@@ -123,6 +123,36 @@ def test_dasl_dual_attention_uses_cross_domain_states(data):
     assert torch.allclose(x.T @ x, torch.eye(x.shape[0]), atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["single", "dual"])
+def test_dasl_stream_pooling_matches_the_per_window_formula(data, mode):
+    """The batched stream path (all windows pooled at once from strided views) equals the
+    definition: per target, GRU states of its T own (and T cross) positions, one softmax over
+    the real items among them, weighted sum."""
+    rows = P.publish(data, "B", None, 10, None)[0]
+    task = CrossDomainTask(data, "A", rows, max_len=10, window=4)
+    model = _model(data, mode).eval()
+    batch = next(task.train_batches(16, np.random.default_rng(0)))
+    pick = batch["sel0"].nonzero()
+    got = model.preference(0, batch, pick)
+    t, uvec = model.window, model.user_emb[0](batch["user"])
+    want = []
+    for r, j in pick.tolist():
+        states, masks = [], []
+        for g in ([0] if mode == "single" else [0, 1]):
+            padded = torch.nn.functional.pad(batch[f"seq{g}"][r:r + 1], (t, 0))
+            full, _ = model.gru[g](model._inputs(g, padded, uvec[r:r + 1]))
+            states.append(full[0, j:j + t])
+            masks.append(padded[0, j:j + t] > 0)
+        s, m = torch.cat(states), torch.cat(masks)
+        w = torch.softmax(model.attn[0](s)[m], 0)
+        want.append(w @ s[m])
+    assert torch.allclose(got, torch.stack(want), atol=1e-5)
+    # windows made only of padding do not poison the gradient
+    model.train()
+    model.loss(batch).backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
 def test_task_rejects_bad_aux_rows(data):
     with pytest.raises(ParameterError, match="shape"):
         CrossDomainTask(data, "A", np.zeros((3, 10), dtype=np.int64))

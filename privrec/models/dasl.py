@@ -118,23 +118,57 @@ class DASL(Recommender):
 
     def _window_states(self, k: int, rows: torch.Tensor, user_vec: torch.Tensor, pick: torch.Tensor
                        ) -> tuple[torch.Tensor, torch.Tensor]:
-        """States and padding mask of domain-k windows: rows (B, L) front-padded ids;
-        ``pick`` (N, 2) = (row, window start j) for windows covering positions j-T..j-1.
-        Returns (N, T, H) states and (N, T) bool mask of real items."""
+        """``encoder="window"``: states and padding mask of domain-k windows restarted at every
+        window. rows (B, L) front-padded ids; ``pick`` (N, 2) = (row, window start j) for windows
+        covering positions j-T..j-1. Returns (N, T, H) states and (N, T) bool mask of real items."""
         t = self.window
-        padded = F.pad(rows, (t, 0))                                           # (B, T + L)
-        ids = padded.unfold(1, t, 1)[pick[:, 0], pick[:, 1]]                   # (N, T)
-        if self.encoder == "window":
-            states, _ = self.gru[k](self._inputs(k, ids, user_vec[pick[:, 0]]))
-        else:
-            full, _ = self.gru[k](self._inputs(k, padded, user_vec))          # (B, T + L, H)
-            states = full.unfold(1, t, 1)[pick[:, 0], pick[:, 1]].transpose(1, 2)
+        ids = F.pad(rows, (t, 0)).unfold(1, t, 1)[pick[:, 0], pick[:, 1]]       # (N, T)
+        states, _ = self.gru[k](self._inputs(k, ids, user_vec[pick[:, 0]]))
         return states, ids > 0
 
-    def preference(self, k: int, batch: dict[str, torch.Tensor], pick: torch.Tensor) -> torch.Tensor:
+    def _streams(self, batch: dict[str, torch.Tensor], targets: tuple[int, ...]) -> dict:
+        """``encoder="stream"``: each GRU runs once over its whole padded row, for every user
+        vector it is needed with (own domain, and in dual mode the other domain's cross
+        sequence), all in one batched call. Returns {(gru domain, user domain): (states
+        (B, T + L, H), window mask (B, L + 1, T))}."""
+        t = self.window
+        need = {(k, k) for k in targets} | ({(1 - k, k) for k in targets} if self.mode == "dual" else set())
+        uvec = {u: self.user_emb[u](batch["user"]) for u in {u for _, u in need}}
+        out = {}
+        for g in (0, 1):
+            owners = sorted(u for e, u in need if e == g)
+            if not owners:
+                continue
+            padded = F.pad(batch[f"seq{g}"], (t, 0))                                      # (B, T + L)
+            full, _ = self.gru[g](torch.cat([self._inputs(g, padded, uvec[u]) for u in owners], 0))
+            mask = padded.unfold(1, t, 1) > 0                                            # (B, L + 1, T)
+            for u, states in zip(owners, full.split(padded.shape[0], 0)):
+                out[(g, u)] = (states, mask)
+        return out
+
+    def _pool_all(self, k: int, parts: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """Attention pooling of *every* window j = 0..L of each row at once: one softmax over
+        the concatenated windows of ``parts`` (own, then cross). Scores are computed once per
+        state and windows are strided views, so nothing of size (N, T, H) is gathered.
+        Returns (B, L + 1, H). All-padding windows get finite (unused) values, not NaN."""
+        t, a = self.window, self.attn[k]
+        scores = torch.cat([a(s).unfold(1, t, 1).masked_fill(~m, -1e30) for s, m in parts], -1)
+        w = torch.softmax(scores, -1)                                                   # (B, L + 1, nT)
+        n_win = w.shape[1]
+        pooled = 0
+        for i, (states, _) in enumerate(parts):
+            for s in range(t):
+                pooled = pooled + w[..., i * t + s, None] * states[:, s:s + n_win]
+        return pooled
+
+    def preference(self, k: int, batch: dict[str, torch.Tensor], pick: torch.Tensor,
+                   streams: dict | None = None) -> torch.Tensor:
         """Pooled preference p (N, H) for domain-k targets at ``pick`` (row, position)."""
-        user = batch["user"]
-        uvec = self.user_emb[k](user)
+        if self.encoder == "stream":
+            streams = streams if streams is not None else self._streams(batch, (k,))
+            parts = [streams[(k, k)]] + ([streams[(1 - k, k)]] if self.mode == "dual" else [])
+            return self._pool_all(k, parts)[pick[:, 0], pick[:, 1]]
+        uvec = self.user_emb[k](batch["user"])
         own, own_mask = self._window_states(k, batch[f"seq{k}"], uvec, pick)
         a = self.attn[k]
         if self.mode == "single":
@@ -155,12 +189,12 @@ class DASL(Recommender):
         return out + self.item_bias[k](items).squeeze(-1)
 
     # ------------------------------------------------------------------ training
-    def domain_loss(self, k: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def domain_loss(self, k: int, batch: dict[str, torch.Tensor], streams: dict | None = None) -> torch.Tensor:
         sel = batch[f"sel{k}"]
         pick = sel.nonzero()                                                   # (N, 2) row, position
         if len(pick) == 0:
             return batch["user"].new_zeros((), dtype=torch.float32)
-        p = self.drop(self.preference(k, batch, pick))
+        p = self.drop(self.preference(k, batch, pick, streams))
         users = batch["user"][pick[:, 0]]
         items = torch.stack([batch[f"seq{k}"][pick[:, 0], pick[:, 1]], batch[f"neg{k}"][pick[:, 0], pick[:, 1]]], 1)
         logit = self._logits(k, p, users, items)
@@ -174,7 +208,9 @@ class DASL(Recommender):
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         if self.mode == "single":
             return self.domain_loss(self.target, batch)
-        return self.domain_loss(0, batch) + self.domain_loss(1, batch) + self.beta * self.consistency_loss(batch["user"])
+        streams = self._streams(batch, (0, 1)) if self.encoder == "stream" else None
+        return (self.domain_loss(0, batch, streams) + self.domain_loss(1, batch, streams)
+                + self.beta * self.consistency_loss(batch["user"]))
 
     # ------------------------------------------------------------------ evaluation
     def score(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
