@@ -43,6 +43,29 @@ def test_multi_seed_aggregate(tiny_inter_file):
     assert agg["std"] == pytest.approx(np.std(vals, ddof=1))
 
 
+def test_seed_runs_merge_into_one_aggregate(tiny_inter_file, tmp_path, capsys):
+    """Seeds trained separately merge to exactly what one multi-seed run reports."""
+    both = seq.run(tiny_cfg(tiny_inter_file, seeds=(0, 1)), log=lambda m: None)
+    files = []
+    for s in (1, 0):
+        r = seq.run(tiny_cfg(tiny_inter_file, seeds=(s,)), log=lambda m: None)
+        files.append(tmp_path / f"s{s}.json")
+        files[-1].write_text(json.dumps(r))
+    merged = seq.merge_seeds([json.loads(f.read_text()) for f in files])
+    assert [r["seed"] for r in merged["runs"]] == [0, 1] and merged["config"]["seeds"] == [0, 1]
+    assert merged["aggregate"]["test"] == both["aggregate"]["test"]
+    assert main(["results", "merge", *map(str, files), "--out", str(tmp_path / "m")]) == 0
+    assert "±" in (tmp_path / "m" / "results.md").read_text()
+    # same seed twice, or a different configuration: refused, nothing written
+    with pytest.raises(Exception, match="appear in more than one"):
+        seq.merge_seeds([json.loads(files[0].read_text())] * 2)
+    other = json.loads(files[0].read_text())
+    other["config"]["max_len"] = 7
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert main(["results", "merge", str(files[1]), str(tmp_path / "other.json"), "--out", str(tmp_path / "x")]) == 2
+    assert "differ in configuration (max_len)" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
 def test_cli_train_recommend_evaluate(tiny_inter_file, tmp_path, capsys):
     out = tmp_path / "cli-run"
     rc = main(["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
@@ -94,6 +117,6 @@ def test_cli_bad_file_and_kcore(tmp_path, capsys, monkeypatch):
 def test_cli_help_on_every_command(capsys):
     for cmd in (["--help"], ["datasets", "--help"], ["datasets", "info", "--help"], ["train", "--help"],
                 ["evaluate", "--help"], ["recommend", "--help"], ["demo", "--help"], ["reproduce", "pricdsr", "--help"],
-                ["publish", "--help"], ["guarantee", "--help"], ["audit", "--help"]):
+                ["publish", "--help"], ["guarantee", "--help"], ["audit", "--help"], ["results", "merge", "--help"]):
         assert main(cmd) == 0
     assert "Usage" in capsys.readouterr().out

@@ -21,7 +21,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from privrec.cli import datasets, demo, models, privacy, reproduce
+    from privrec.cli import datasets, demo, models, privacy, reproduce, results
 
     cli.add_command(datasets.datasets)
     cli.add_command(models.train)
@@ -32,6 +32,7 @@ def _register() -> None:
     cli.add_command(privacy.publish)
     cli.add_command(privacy.guarantee)
     cli.add_command(privacy.audit)
+    cli.add_command(results.results)
 
 
 _register()

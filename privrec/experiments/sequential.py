@@ -7,10 +7,11 @@ mean ± std over seeds. Results carry the config, seeds, versions and git commit
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from privrec.data.interactions import Interactions
 from privrec.data.preprocess import Preprocessing, preprocess
@@ -154,3 +155,51 @@ def markdown(result: dict) -> str:
     lines += ["", f"privrec {env['privrec']} (git {env['git_commit']}), torch {env['torch']}, numpy {env['numpy']}, "
                   f"Python {env['python']}; total {result['seconds']} s."]
     return "\n".join(lines) + "\n"
+
+
+def _comparable(config: dict) -> dict:
+    """A sequential config without what legitimately differs between seed runs."""
+    c = json.loads(json.dumps(config))
+    c.pop("seeds", None)
+    for part in ("train", "eval"):
+        c.get(part, {}).pop("seed", None)
+        c.get(part, {}).pop("progress", None)
+    return c
+
+
+def merge_seeds(results: Sequence[dict]) -> dict:
+    """One result from several ``run`` results of the same configuration with different seeds
+    (seeds trained in separate processes or on separate machines): runs concatenated in seed
+    order, test/valid aggregates recomputed (mean ± sample std). Raises if the configurations,
+    datasets or protocols differ, or a seed appears twice."""
+    if not results:
+        raise ParameterError("nothing to merge: give at least one results.json")
+    for r in results:
+        if r.get("kind") != "sequential":
+            raise ParameterError(f"can only merge `privrec train` results (kind 'sequential'), got kind {r.get('kind')!r}")
+    base = _comparable(results[0]["config"])
+    for r in results[1:]:
+        other = _comparable(r["config"])
+        if other != base:
+            diff = sorted(k for k in set(base) | set(other) if base.get(k) != other.get(k))
+            raise ParameterError(f"results differ in configuration ({', '.join(diff)}); only seed runs of one "
+                                 "configuration can be merged")
+        if r["dataset"] != results[0]["dataset"] or r["protocol"] != results[0]["protocol"]:
+            raise ParameterError("results were computed on different data or protocols; they cannot be merged")
+    runs = sorted((run for r in results for run in r["runs"]), key=lambda run: run["seed"])
+    seeds = [run["seed"] for run in runs]
+    if len(set(seeds)) != len(seeds):
+        raise ParameterError(f"seed(s) {sorted({s for s in seeds if seeds.count(s) > 1})} appear in more than one result")
+    config = {**results[0]["config"], "seeds": seeds}
+    return {
+        "kind": "sequential",
+        "config": config,
+        "dataset": results[0]["dataset"],
+        "protocol": results[0]["protocol"],
+        "runs": runs,
+        "aggregate": {"test": aggregate(r["test"]["metrics"] for r in runs),
+                      "valid": aggregate(r["fit"]["best_valid"]["metrics"] for r in runs if r["fit"]["best_valid"])},
+        "seconds": round(sum(float(r["seconds"]) for r in results), 1),
+        "environment": results[-1]["environment"],
+        "merged_from": [{"seeds": [run["seed"] for run in r["runs"]], "environment": r["environment"]} for r in results],
+    }
