@@ -158,12 +158,13 @@ def markdown(result: dict) -> str:
 
 
 def _comparable(config: dict) -> dict:
-    """A sequential config without what legitimately differs between seed runs."""
+    """A sequential config without what legitimately differs between seed runs: the seeds,
+    progress bars and the device setting (each part's environment is kept in ``merged_from``)."""
     c = json.loads(json.dumps(config))
     c.pop("seeds", None)
     for part in ("train", "eval"):
-        c.get(part, {}).pop("seed", None)
-        c.get(part, {}).pop("progress", None)
+        for key in ("seed", "progress", "device"):
+            c.get(part, {}).pop(key, None)
     return c
 
 
