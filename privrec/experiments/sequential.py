@@ -112,12 +112,17 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         "dataset": {k: v for k, v in inter.summary().items() if k not in ("user_fields", "item_fields")},
         "protocol": cfg.eval.label,
         "runs": runs,
-        "aggregate": {"test": aggregate(r["test"]["metrics"] for r in runs),
-                      "valid": aggregate(r["fit"]["best_valid"]["metrics"] for r in runs if r["fit"]["best_valid"])},
+        "aggregate": _aggregates(runs),
         "seconds": round(time.perf_counter() - t0, 1),
         "environment": environment(),
     }
     return result
+
+
+def _aggregates(runs: list[dict]) -> dict:
+    """Test and best-validation metrics, mean ± std over the runs (seeds)."""
+    return {"test": aggregate(r["test"]["metrics"] for r in runs),
+            "valid": aggregate(r["fit"]["best_valid"]["metrics"] for r in runs if r["fit"]["best_valid"])}
 
 
 def summary_rows(result: dict, ks: tuple[int, ...] = (10, 20)) -> list[list[str]]:
@@ -198,8 +203,7 @@ def merge_seeds(results: Sequence[dict]) -> dict:
         "dataset": results[0]["dataset"],
         "protocol": results[0]["protocol"],
         "runs": runs,
-        "aggregate": {"test": aggregate(r["test"]["metrics"] for r in runs),
-                      "valid": aggregate(r["fit"]["best_valid"]["metrics"] for r in runs if r["fit"]["best_valid"])},
+        "aggregate": _aggregates(runs),
         "seconds": round(sum(float(r["seconds"]) for r in results), 1),
         "environment": results[-1]["environment"],
         "merged_from": [{"seeds": [run["seed"] for run in r["runs"]], "environment": r["environment"]} for r in results],
