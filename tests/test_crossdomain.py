@@ -173,6 +173,7 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert (tmp_path / "out" / "privacy_utility.png").stat().st_size > 1000
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["certificates"]["B:10.0"]["guarantee"]["epsilon"] == 20.0
+    assert not (tmp_path / "out.state").exists()      # per-epoch states go once their run is stored
     # an interrupted full run continues: finished runs are read back, not retrained
     lines = (tmp_path / "out.progress.jsonl").read_text().splitlines()
     assert len(lines) == 4

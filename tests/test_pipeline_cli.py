@@ -77,6 +77,7 @@ def test_cli_train_recommend_evaluate(tiny_inter_file, tmp_path, capsys):
     result = json.loads((out / "results.json").read_text())
     assert result["config"]["model_config"]["hidden"] == 16
     assert (out / "results.md").is_file()
+    assert not (tmp_path / "cli-run.state").exists()   # resume state is dropped once results are written
     assert main(["recommend", str(out / "gru4rec-seed0.pt"), "--user", "u3", "-k", "3"]) == 0
     assert "1." in capsys.readouterr().out
     assert main(["evaluate", str(out / "gru4rec-seed0.pt"), "--eval-mode", "sampled", "--negatives", "5"]) == 0

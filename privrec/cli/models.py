@@ -37,6 +37,8 @@ from privrec.models import MODELS
 def train(model, dataset, protocol, split, max_len, window, epochs, batch_size, lr, patience, select_metric, seeds,
           assignments, device, eval_mode, negatives, sampler, mask_history, out, quiet) -> None:
     """Train MODEL with early stopping on validation; test once; write a report and checkpoints."""
+    import shutil
+
     from privrec.experiments import sequential as seq
     from privrec.experiments.report import text_table
     from privrec.training.trainer import TrainConfig
@@ -54,9 +56,11 @@ def train(model, dataset, protocol, split, max_len, window, epochs, batch_size, 
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
     log = lambda msg: click.echo(msg, err=True)  # noqa: E731
+    state_dir = Path(str(out_dir).rstrip("/") + ".state")   # per-epoch training state: a killed run resumes
     with atomic_dir(out_dir) as tmp:
-        result = seq.run(cfg, out_dir=tmp, log=log)
+        result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir)
         write_report(tmp, result, seq.markdown(result))
+    shutil.rmtree(state_dir, ignore_errors=True)
     click.echo(f"\n{result['protocol']}, test split, {len(cfg.seeds)} seed(s):")
     click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], seq.summary_rows(result)))
     click.echo(f"\nreport: {out_dir}/results.md  checkpoints: {out_dir}/*.pt")

@@ -142,8 +142,10 @@ def subsample_users(data: CrossDomainData, max_users: int, seed: int) -> CrossDo
 
 
 def train_one(data: CrossDomainData, target: str, aux_rows: np.ndarray, variant: str, seed: int,
-              cfg: PriCDSRConfig, log: Callable[[str], None] = print) -> dict:
-    """Train one model with validation-based early stopping; evaluate on test once."""
+              cfg: PriCDSRConfig, log: Callable[[str], None] = print, state_path: Path | None = None) -> dict:
+    """Train one model with validation-based early stopping; evaluate on test once.
+
+    ``state_path``: training state saved every epoch, so a killed run resumes mid-training."""
     if variant not in VARIANTS:
         raise ParameterError(f"variant must be one of {VARIANTS}, got {variant!r}")
     seed_everything(seed)
@@ -153,7 +155,7 @@ def train_one(data: CrossDomainData, target: str, aux_rows: np.ndarray, variant:
                  window=cfg.window, dropout=cfg.dropout, beta=cfg.beta, encoder=cfg.encoder)
     trainer = Trainer(model, task, replace(cfg.train, seed=seed), replace(SAMPLED, seed=seed),
                       log=lambda m: log(f"  [{variant} {target}<- seed {seed}] {m}"))
-    fit = trainer.fit()
+    fit = trainer.fit(state_path)
     test_sampled = trainer.test()
     test_full = evaluate(trainer.model, task, "test", FULL, trainer.device)
     return {"variant": variant, "target": target, "seed": seed, "fit": fit.to_dict(),
@@ -210,8 +212,10 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
               data: CrossDomainData | None = None, resume: bool = True) -> dict:
     """Table II (both directions) and Table III (ε sweep) analogs, plot and report.
 
-    Every finished training run is appended to ``OUT_DIR.progress.jsonl``; with ``resume`` a
-    rerun with the same configuration reuses them (the full run takes CPU-hours)."""
+    Every finished training run is appended to ``OUT_DIR.progress.jsonl`` and the run in flight
+    keeps its per-epoch training state in ``OUT_DIR.state/``; with ``resume`` a rerun with the
+    same configuration reuses finished runs and continues the interrupted one from its last
+    epoch, with the result an uninterrupted run would give (the full run takes CPU-hours)."""
     from privrec.utils.io import atomic_dir
 
     t0 = time.perf_counter()
@@ -232,6 +236,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
         target, aux = parse_direction(direction, data)
         jobs += [(target, aux, "PriCDSR-DASL", e) for e in cfg.epsilons if (target, aux, "PriCDSR-DASL", e) not in jobs]
     progress = Path(str(out_dir).rstrip("/") + ".progress.jsonl")
+    states = Path(str(out_dir).rstrip("/") + ".state")
     fingerprint = _fingerprint(cfg, data)
     finished = _load_progress(progress, fingerprint) if resume else {}
     if finished:
@@ -249,12 +254,18 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
             if key in finished:
                 r = finished[key]
             else:
-                r = train_one(data, target, rows, variant, seed, cfg, log)
+                state = states / (fingerprint + "-" + "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in key) + ".pt")
+                if not resume:
+                    state.unlink(missing_ok=True)
+                r = train_one(data, target, rows, variant, seed, cfg, log, state)
                 r.update(aux=aux, epsilon=eps)
                 _append_progress(progress, fingerprint, key, r)
+                state.unlink()
             runs.append(r)
             log(f"{variant:13s} {target}<-{aux} eps={eps} seed={seed}: " +
                 "  ".join(f"{k} {v:.4f}" for k, v in r["test"].items() if "@10" in k))
+    if states.is_dir() and not any(states.iterdir()):
+        states.rmdir()
     result = {"kind": "pricdsr", "config": cfg.to_dict(), "statistics": stats, "runs": runs,
               "certificates": certificates, "summary": summarise(runs),
               "seconds": round(time.perf_counter() - t0, 1), "environment": environment()}

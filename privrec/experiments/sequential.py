@@ -81,7 +81,10 @@ def prepare(dataset: str, preprocessing: Preprocessing, split: str) -> tuple[Int
 
 
 def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[[str], None] = print,
-        data: tuple[Interactions, Split] | None = None) -> dict:
+        data: tuple[Interactions, Split] | None = None, state_dir: str | Path | None = None) -> dict:
+    """Train and test every seed. ``state_dir``: per-seed training state saved every epoch (named
+    by a hash of the configuration), so a killed run restarted with the same configuration
+    continues where it stopped; the caller deletes it once the results are stored."""
     t0 = time.perf_counter()
     inter, split = data if data is not None else prepare(cfg.dataset, cfg.preprocessing, cfg.split)
     log(f"{cfg.dataset}: {inter.n_users:,} users, {inter.n_items:,} items, {len(inter):,} interactions "
@@ -93,7 +96,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         model = build(cfg.model, n_items=inter.n_items, max_len=cfg.max_len, **cfg.resolved_model_config())
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log)
         log(f"[{cfg.model} seed {seed}] training on {task.n_train_targets:,} targets in {task.n_train_windows:,} windows")
-        fit = trainer.fit()
+        fit = trainer.fit(None if state_dir is None else Path(state_dir) / f"{_config_hash(cfg)}-seed{seed}.pt")
         test = trainer.test()
         log(f"[{cfg.model} seed {seed}] best epoch {fit.best_epoch}; test " +
             "  ".join(f"{k} {v:.4f}" for k, v in test.metrics.items() if k.endswith("@10")))
@@ -117,6 +120,15 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         "environment": environment(),
     }
     return result
+
+
+def _config_hash(cfg: SequentialConfig) -> str:
+    import hashlib
+
+    d = cfg.to_dict()
+    d["train"] = {k: v for k, v in d["train"].items() if k not in ("progress", "device")}
+    d.pop("seeds")
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _aggregates(runs: list[dict]) -> dict:

@@ -7,18 +7,24 @@ the caller evaluates the restored best model on test exactly once.
 from __future__ import annotations
 
 import copy
+import json
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import torch
 
-from privrec.errors import ParameterError
+from privrec.errors import CheckpointError, ParameterError
 from privrec.evaluation.evaluator import EvalConfig, EvalResult, evaluate
 from privrec.models.base import Recommender
+from privrec.utils.io import atomic_path
 from privrec.utils.perf import tune_cpu_allocator
+
+STATE_FORMAT = "privrec-train-state/1"
 
 
 @dataclass(frozen=True)
@@ -113,19 +119,27 @@ class Trainer:
     def validate(self) -> EvalResult:
         return evaluate(self.model, self.task, "valid", self.eval_cfg, self.device)
 
-    def fit(self) -> FitResult:
-        """Train with early stopping on ``select_metric`` over the validation split."""
+    def fit(self, state_path: str | os.PathLike | None = None) -> FitResult:
+        """Train with early stopping on ``select_metric`` over the validation split.
+
+        With ``state_path`` the whole training state (weights, Adam moments, best weights so far,
+        early-stopping counters, history and every RNG state) is written there atomically after
+        each epoch, and a run started with an existing file continues from it: a run killed and
+        restarted gives the same result as one that was never interrupted. The caller removes the
+        file once the result is stored elsewhere."""
         rng = np.random.default_rng([self.cfg.seed, 1])
-        best_score, best_state, best_epoch, best_eval = -math.inf, None, 0, None
-        history: list[dict] = []
-        waited = 0
-        start = time.perf_counter()
-        train_time = 0.0
-        epoch = 0
-        for epoch in range(1, self.cfg.epochs + 1):
+        s = {"best_score": -math.inf, "best_state": None, "best_epoch": 0, "best_metrics": None,
+             "best_n_users": 0, "history": [], "waited": 0, "epoch": 0, "train_time": 0.0, "elapsed": 0.0,
+             "stopped": False}
+        if state_path is not None and Path(state_path).exists():
+            s = self._load_state(Path(state_path), rng)
+            self.log(f"resuming from {state_path} after epoch {s['epoch']}")
+        start = time.perf_counter() - s["elapsed"]
+        epoch = s["epoch"]
+        for epoch in range(s["epoch"] + 1, 0 if s["stopped"] else self.cfg.epochs + 1):
             t0 = time.perf_counter()
             loss = self._epoch(rng, epoch)
-            train_time += time.perf_counter() - t0
+            s["train_time"] += time.perf_counter() - t0
             row = {"epoch": epoch, "loss": round(loss, 5)}
             if epoch % self.cfg.eval_every == 0 or epoch == self.cfg.epochs:
                 result = self.validate()
@@ -134,23 +148,72 @@ class Trainer:
                                          f"choose one of {sorted(result.metrics)}")
                 score = result.metrics[self.cfg.select_metric]
                 row["valid"] = {k: round(v, 5) for k, v in result.metrics.items()}
-                if score > best_score:
-                    best_score, best_epoch, best_eval = score, epoch, result
-                    best_state = copy.deepcopy(self.model.state_dict())
-                    waited = 0
+                if score > s["best_score"]:
+                    s.update(best_score=score, best_epoch=epoch, best_metrics=dict(result.metrics),
+                             best_n_users=result.n_users, best_state=copy.deepcopy(self.model.state_dict()), waited=0)
                 else:
-                    waited += 1
+                    s["waited"] += 1
                 self.log(f"epoch {epoch:3d}  loss {loss:.4f}  valid {self.cfg.select_metric} {score:.4f}"
-                         f"  (best {best_score:.4f} @ {best_epoch})")
-                history.append(row)
-                if waited >= self.cfg.patience:
-                    self.log(f"early stop: no improvement in {waited} validations")
-                    break
-            else:
-                history.append(row)
-        if best_state is not None:
-            self.model.load_state_dict(best_state)
-        return FitResult(best_epoch, best_eval, epoch, history, time.perf_counter() - start, train_time / max(epoch, 1))
+                         f"  (best {s['best_score']:.4f} @ {s['best_epoch']})")
+                if s["waited"] >= self.cfg.patience:
+                    self.log(f"early stop: no improvement in {s['waited']} validations")
+                    s["stopped"] = True
+            s["history"].append(row)
+            s["epoch"] = epoch
+            s["elapsed"] = time.perf_counter() - start
+            if state_path is not None:
+                self._save_state(Path(state_path), s, rng)
+            if s["stopped"]:
+                break
+        if s["best_state"] is not None:
+            self.model.load_state_dict(s["best_state"])
+        best_eval = (None if s["best_metrics"] is None else
+                     EvalResult("valid", s["best_metrics"], s["best_n_users"], self.eval_cfg))
+        return FitResult(s["best_epoch"], best_eval, epoch, s["history"], time.perf_counter() - start,
+                         s["train_time"] / max(epoch, 1))
+
+    def _state_config(self) -> dict:
+        d = self.cfg.to_dict()
+        for k in ("progress", "device"):
+            d.pop(k)
+        return {"train": d, "eval": self.eval_cfg.to_dict(), "model": type(self.model).__name__,
+                "model_config": self.model.config() if hasattr(self.model, "config") else None}
+
+    def _save_state(self, path: Path, s: dict, rng: np.random.Generator) -> None:
+        payload = {"format": STATE_FORMAT, "config": json.dumps(self._state_config(), sort_keys=True, default=str),
+                   "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
+                   "optimizer": self.optimizer.state_dict(), "numpy_rng": json.dumps(rng.bit_generator.state),
+                   "torch_rng": torch.get_rng_state(),
+                   "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                   "loop": json.dumps({k: v for k, v in s.items() if k != "best_state"}),
+                   "best_state": None if s["best_state"] is None else
+                   {k: v.detach().cpu() for k, v in s["best_state"].items()}}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            torch.save(payload, tmp)
+
+    def _load_state(self, path: Path, rng: np.random.Generator) -> dict:
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # torch raises many types for foreign or corrupt files
+            raise CheckpointError(f"{path}: not a readable training state ({type(exc).__name__}: {exc}); "
+                                  "delete it to train from scratch") from exc
+        if not isinstance(payload, dict) or payload.get("format") != STATE_FORMAT:
+            raise CheckpointError(f"{path}: not a {STATE_FORMAT} file; delete it to train from scratch")
+        if json.loads(payload["config"]) != json.loads(json.dumps(self._state_config(), sort_keys=True, default=str)):
+            raise CheckpointError(f"{path}: saved by a run with a different training configuration; "
+                                  "delete it or pass another path")
+        self.model.load_state_dict(payload["model"])
+        self.optimizer.load_state_dict(payload["optimizer"])
+        rng.bit_generator.state = json.loads(payload["numpy_rng"])
+        torch.set_rng_state(payload["torch_rng"])
+        if payload["cuda_rng"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(payload["cuda_rng"])
+        s = json.loads(payload["loop"])
+        s["best_score"] = float(s["best_score"])
+        s["best_state"] = None if payload["best_state"] is None else \
+            {k: v.to(self.device) for k, v in payload["best_state"].items()}
+        return s
 
     def test(self) -> EvalResult:
         """Evaluate the (restored best) model on the test split. Call once."""
