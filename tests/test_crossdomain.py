@@ -170,6 +170,7 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert all("ndcg@10 (sampled)" in s["test"] and "ndcg@10 (full)" in s["test"] for s in result["summary"])
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Table II analog" in md and "PriCDSR-DASL (ε=10)" in md
+    assert "paired by seed" in md and len(result["claim"]) == 4     # 2 references x 2 metrics
     assert (tmp_path / "out" / "privacy_utility.png").stat().st_size > 1000
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["certificates"]["B:10.0"]["guarantee"]["epsilon"] == 20.0
@@ -182,6 +183,21 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
     assert any("resuming: 3 finished runs" in m for m in logs)
     assert [r["test"] for r in again["runs"][:3]] == [r["test"] for r in result["runs"][:3]]
+
+
+def test_claim_check_pairs_runs_by_seed():
+    def run(variant, eps, seed, v):
+        return {"target": "A", "aux": "B", "variant": variant, "epsilon": eps, "seed": seed,
+                "test": {"ndcg@10 (sampled)": v}}
+    runs = [run("DASL-single", None, 0, 0.30), run("DASL-single", None, 1, 0.20), run("DASL", None, 0, 0.40),
+            run("PriCDSR-DASL", 10.0, 0, 0.35), run("PriCDSR-DASL", 10.0, 1, 0.10), run("PriCDSR-DASL", 1.0, 2, 0.9)]
+    rows = P.claim_check(runs, 10.0, metrics=("ndcg@10 (sampled)",))
+    single, dasl = rows
+    assert single["reference"] == "DASL-single" and single["seeds"] == [0, 1]
+    assert single["difference"]["values"] == pytest.approx([0.05, -0.10])
+    assert single["difference"]["mean"] == pytest.approx(-0.025)
+    assert single["relative"] == pytest.approx(-0.025 / 0.25) and single["ahead"] == 1
+    assert dasl["seeds"] == [0] and dasl["difference"]["mean"] == pytest.approx(-0.05) and dasl["ahead"] == 0
 
 
 def test_bad_direction_and_epsilon_write_nothing(data, tmp_path):
