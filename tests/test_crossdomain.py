@@ -183,6 +183,16 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
     assert any("resuming: 3 finished runs" in m for m in logs)
     assert [r["test"] for r in again["runs"][:3]] == [r["test"] for r in result["runs"][:3]]
+    # a seed trained in a parallel process joins through its progress file, nothing retrained
+    other = P.reproduce(replace(cfg, seeds=(1,)), tmp_path / "s1", log=lambda m: None, data=data)
+    logs = []
+    both = P.reproduce(replace(cfg, seeds=(0, 1)), tmp_path / "out", log=logs.append, data=data,
+                       add_progress=[tmp_path / "s1.progress.jsonl"])
+    assert not any("] epoch" in m for m in logs)
+    assert [r["test"] for r in both["runs"]] == [r["test"] for r in again["runs"] + other["runs"]]
+    assert all(s["test"]["ndcg@10 (sampled)"]["n"] == 2 for s in both["summary"])
+    with pytest.raises(PrivrecError, match="no such progress file"):
+        P.reproduce(cfg, tmp_path / "out", log=lambda m: None, data=data, add_progress=[tmp_path / "nope"])
 
 
 def test_claim_check_pairs_runs_by_seed():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -202,20 +202,28 @@ def _append_progress(path: Path, fingerprint: str, key: str, run: dict) -> None:
     import os
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    cut = False                                       # a line cut by a crash must not swallow this one
+    if path.exists() and path.stat().st_size > 0:
+        with open(path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            cut = fh.read(1) != b"\n"
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"fingerprint": fingerprint, "key": key, "run": run}, default=float) + "\n")
+        fh.write(("\n" if cut else "") + json.dumps({"fingerprint": fingerprint, "key": key, "run": run}, default=float) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 
 
 def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None] = print,
-              data: CrossDomainData | None = None, resume: bool = True) -> dict:
+              data: CrossDomainData | None = None, resume: bool = True,
+              add_progress: Sequence[str | Path] = ()) -> dict:
     """Table II (both directions) and Table III (ε sweep) analogs, plot and report.
 
     Every finished training run is appended to ``OUT_DIR.progress.jsonl`` and the run in flight
     keeps its per-epoch training state in ``OUT_DIR.state/``; with ``resume`` a rerun with the
     same configuration reuses finished runs and continues the interrupted one from its last
-    epoch, with the result an uninterrupted run would give (the full run takes CPU-hours)."""
+    epoch, with the result an uninterrupted run would give (the full run takes CPU-hours).
+    ``add_progress``: other progress files (e.g. seeds run in parallel processes) whose runs of
+    the same configuration are reused too; they are copied into this run's progress file."""
     from privrec.utils.io import atomic_dir
 
     t0 = time.perf_counter()
@@ -239,6 +247,13 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     states = Path(str(out_dir).rstrip("/") + ".state")
     fingerprint = _fingerprint(cfg, data)
     finished = _load_progress(progress, fingerprint) if resume else {}
+    for other in add_progress:
+        if not Path(other).is_file():
+            raise ParameterError(f"{other}: no such progress file (written next to --out as OUT.progress.jsonl)")
+        for key, r in _load_progress(Path(other), fingerprint).items():
+            if key not in finished:
+                finished[key] = r
+                _append_progress(progress, fingerprint, key, r)
     if finished:
         log(f"resuming: {len(finished)} finished runs read from {progress}")
     runs: list[dict] = []
@@ -307,8 +322,9 @@ def claim_check(runs: list[dict], epsilon: float, metrics: tuple[str, ...] = CLA
                 ours = [by[(target, aux, "PriCDSR-DASL", epsilon, sd)][m] for sd in seeds]
                 base = [by[(target, aux, ref, None, sd)][m] for sd in seeds]
                 diff = aggregate({"d": o - b} for o, b in zip(ours, base))["d"]
+                ref_mean = float(np.mean(base))
                 out.append({"target": target, "aux": aux, "reference": ref, "metric": m, "seeds": seeds,
-                            "difference": diff, "relative": diff["mean"] / float(np.mean(base)),
+                            "difference": diff, "relative": diff["mean"] / ref_mean if ref_mean > 0 else None,
                             "ahead": int(sum(o > b for o, b in zip(ours, base)))})
     return out
 
@@ -367,7 +383,7 @@ def markdown(result: dict) -> str:
         "",
         markdown_table(["target ← aux", "reference", "metric", "difference (mean ± std)", "relative", "ahead in"],
                        [[f"{c['target']} ← {c['aux']}", c["reference"], c["metric"], _signed(c["difference"]),
-                         f"{100 * c['relative']:+.1f}%", f"{c['ahead']} of {len(c['seeds'])} seeds"]
+                         "–" if c["relative"] is None else f"{100 * c['relative']:+.1f}%", f"{c['ahead']} of {len(c['seeds'])} seeds"]
                         for c in result.get("claim", [])]),
         "",
         "## Privacy certificate of the published auxiliary rows",
