@@ -216,4 +216,6 @@ def test_bad_direction_and_epsilon_write_nothing(data, tmp_path):
         P.reproduce(cfg, tmp_path / "x", log=lambda m: None, data=data)
     with pytest.raises(PrivrecError, match="epsilon"):
         P.reproduce(replace(cfg, epsilons=(-1.0,)), tmp_path / "y", log=lambda m: None, data=data)
-    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    with pytest.raises(PrivrecError, match="seeds must be distinct"):
+        P.reproduce(replace(cfg, directions=("A<-B",), seeds=(0, 0)), tmp_path / "z", log=lambda m: None, data=data)
+    assert not any((tmp_path / n).exists() for n in ("x", "y", "z", "z.progress.jsonl"))

@@ -82,3 +82,16 @@ def test_state_from_another_configuration_is_refused(task, tmp_path):
     state.write_bytes(b"not a state")
     with pytest.raises(CheckpointError, match="delete it"):
         _trainer(task).fit(state)
+
+
+def test_sequential_resume_state_is_named_by_config_and_data():
+    from privrec.experiments.sequential import SequentialConfig, _run_hash
+
+    rows = [[]] + [[1 + (u + j) % 30 for j in range(6)] for u in range(12)]
+    a = leave_one_out(Sequences.from_rows(rows))
+    rows[3] = rows[3][:-1] + [29 if rows[3][-1] != 29 else 28]           # one test item edited
+    b = leave_one_out(Sequences.from_rows(rows))
+    cfg = SequentialConfig(dataset="x.inter")
+    assert _run_hash(cfg, a) == _run_hash(SequentialConfig(dataset="x.inter", seeds=(4,)), a)
+    assert _run_hash(cfg, a) != _run_hash(cfg, b)
+    assert _run_hash(cfg, a) != _run_hash(SequentialConfig(dataset="x.inter", max_len=20), a)

@@ -229,6 +229,8 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     t0 = time.perf_counter()
     for e in (cfg.epsilon, *cfg.epsilons):
         check_epsilon(e)
+    if not cfg.seeds or len(set(cfg.seeds)) != len(cfg.seeds):
+        raise ParameterError(f"seeds must be distinct and at least one, got {list(cfg.seeds)}")
     if data is None:
         data = ml1m_cross_domain(load(cfg.dataset))
     if cfg.max_users:
@@ -250,10 +252,13 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     for other in add_progress:
         if not Path(other).is_file():
             raise ParameterError(f"{other}: no such progress file (written next to --out as OUT.progress.jsonl)")
-        for key, r in _load_progress(Path(other), fingerprint).items():
-            if key not in finished:
-                finished[key] = r
-                _append_progress(progress, fingerprint, key, r)
+        theirs = _load_progress(Path(other), fingerprint)
+        added = [k for k in theirs if k not in finished]
+        for key in added:
+            finished[key] = theirs[key]
+            _append_progress(progress, fingerprint, key, theirs[key])
+        log(f"{other}: {len(added)} finished runs added" + ("" if theirs else
+            " — none of its runs has this configuration (same --quick/--epochs and code settings?)"))
     if finished:
         log(f"resuming: {len(finished)} finished runs read from {progress}")
     runs: list[dict] = []
@@ -266,21 +271,27 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
                                                            input_desc={"domain": aux, "rows": int(len(rows) - 1),
                                                                        "max_len": cfg.max_len})
             key = _run_key(target, aux, variant, eps, seed)
+            # the state file's name carries the configuration fingerprint and the run (variant, ε,
+            # seed: its published rows are a deterministic function of these), so it never resumes
+            # another run
+            state = states / (fingerprint + "-" + "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in key) + ".pt")
             if key in finished:
                 r = finished[key]
             else:
-                state = states / (fingerprint + "-" + "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in key) + ".pt")
                 if not resume:
                     state.unlink(missing_ok=True)
                 r = train_one(data, target, rows, variant, seed, cfg, log, state)
                 r.update(aux=aux, epsilon=eps)
                 _append_progress(progress, fingerprint, key, r)
-                state.unlink()
+            state.unlink(missing_ok=True)           # also one left by a crash right after its run was stored
             runs.append(r)
             log(f"{variant:13s} {target}<-{aux} eps={eps} seed={seed}: " +
                 "  ".join(f"{k} {v:.4f}" for k, v in r["test"].items() if "@10" in k))
-    if states.is_dir() and not any(states.iterdir()):
-        states.rmdir()
+    if states.is_dir():
+        for tmp in states.glob(".*.tmp"):            # a save killed mid-write
+            tmp.unlink(missing_ok=True)
+        if not any(states.iterdir()):
+            states.rmdir()
     result = {"kind": "pricdsr", "config": cfg.to_dict(), "statistics": stats, "runs": runs,
               "certificates": certificates, "summary": summarise(runs), "claim": claim_check(runs, cfg.epsilon),
               "seconds": round(time.perf_counter() - t0, 1), "environment": environment()}

@@ -96,7 +96,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         model = build(cfg.model, n_items=inter.n_items, max_len=cfg.max_len, **cfg.resolved_model_config())
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log)
         log(f"[{cfg.model} seed {seed}] training on {task.n_train_targets:,} targets in {task.n_train_windows:,} windows")
-        fit = trainer.fit(None if state_dir is None else Path(state_dir) / f"{_config_hash(cfg)}-seed{seed}.pt")
+        fit = trainer.fit(None if state_dir is None else Path(state_dir) / f"{_run_hash(cfg, split)}-seed{seed}.pt")
         test = trainer.test()
         log(f"[{cfg.model} seed {seed}] best epoch {fit.best_epoch}; test " +
             "  ".join(f"{k} {v:.4f}" for k, v in test.metrics.items() if k.endswith("@10")))
@@ -122,13 +122,19 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     return result
 
 
-def _config_hash(cfg: SequentialConfig) -> str:
+def _run_hash(cfg: SequentialConfig, split: Split) -> str:
+    """Names a run's resume state: the configuration (seeds, progress, device aside) and the
+    split's contents, so a state is never resumed on other settings or edited data."""
     import hashlib
 
     d = cfg.to_dict()
     d["train"] = {k: v for k, v in d["train"].items() if k not in ("progress", "device")}
     d.pop("seeds")
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    h = hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode())
+    for seqs in (split.train, split.valid, split.test):
+        h.update(seqs.indptr.tobytes())
+        h.update(seqs.items.tobytes())
+    return h.hexdigest()[:16]
 
 
 def _aggregates(runs: list[dict]) -> dict:

@@ -30,7 +30,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp_path, 0o666 & ~umask)              # mkstemp creates 0600; use the normal file mode
+        _fsync(tmp_path)                                # data on disk before the rename makes it visible
         os.replace(tmp_path, target)
+        _fsync(target.parent)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
@@ -61,6 +63,20 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
             except OSError:
                 break
         raise
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file (or a folder's entries) to disk; a no-op where the OS refuses (e.g. folders on Windows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _missing_parents(target: Path) -> list[Path]:
