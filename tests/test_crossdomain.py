@@ -191,6 +191,16 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert not any("] epoch" in m for m in logs)
     assert [r["test"] for r in both["runs"]] == [r["test"] for r in again["runs"] + other["runs"]]
     assert all(s["test"]["ndcg@10 (sampled)"]["n"] == 2 for s in both["summary"])
+    # a partial report: finished runs only, the missing ones listed, nothing trained
+    logs = []
+    part = P.reproduce(replace(cfg, seeds=(0, 1, 2)), tmp_path / "part", log=logs.append, data=data,
+                       add_progress=[tmp_path / "out.progress.jsonl"], train_missing=False)
+    assert not any("] epoch" in m for m in logs) and len(part["missing"]) == 4
+    assert all(m.endswith("|2") for m in part["missing"])
+    assert "Partial report: 8 of 12 training runs finished" in (tmp_path / "part" / "results.md").read_text()
+    with pytest.raises(PrivrecError, match="no finished runs"):
+        P.reproduce(replace(cfg, seeds=(5,)), tmp_path / "none", log=lambda m: None, data=data, train_missing=False)
+    assert not (tmp_path / "none").exists()
     with pytest.raises(PrivrecError, match="no such progress file"):
         P.reproduce(cfg, tmp_path / "out", log=lambda m: None, data=data, add_progress=[tmp_path / "nope"])
 

@@ -13,7 +13,8 @@ def reproduce() -> None:
 
 
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
-                threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = ()) -> dict:
+                threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
+                report_only: bool = False) -> dict:
     import torch
 
     from privrec.data.fetch import fetch
@@ -31,7 +32,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
         cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
     log(f"PriCDSR reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, "
         f"{cfg.train.epochs} epochs max, report in {out}")
-    result = P.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress)
+    result = P.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress, train_missing=not report_only)
     rows = [P._row(s)[:2] + [P.pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)",
                                                                  "ndcg@10 (full)")] for s in result["summary"]]
     click.echo(f"\nPriCDSR on ML-1M by genre, test split ({'quick: subsample, 1 seed' if quick else 'full'}):")
@@ -51,10 +52,12 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 @click.option("--add-progress", "add_progress", multiple=True, type=click.Path(dir_okay=False, exists=True),
               help="Also reuse the finished runs of another progress file (e.g. seeds run in parallel with "
                    "--seeds 1 --out reports/pricdsr-s1); only runs of the same configuration count. Repeatable.")
+@click.option("--report-only", is_flag=True,
+              help="Train nothing: write the report from the finished runs, listing the missing ones.")
 def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, threads: int | None, resume: bool,
-            add_progress: tuple[str, ...]) -> None:
+            add_progress: tuple[str, ...], report_only: bool) -> None:
     """PriCDSR Tables II-III analogs: DASL-single, DASL, PriCDSR-DASL on ML-1M split by genre.
 
     The full run (3 seeds, both directions, 6 epsilons) takes hours on a CPU; every finished
     training run is saved, so an interrupted run continues where it stopped."""
-    run_pricdsr(quick, out, seeds, epochs, threads, resume, add_progress)
+    run_pricdsr(quick, out, seeds, epochs, threads, resume, add_progress, report_only)

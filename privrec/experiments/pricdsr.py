@@ -215,8 +215,11 @@ def _append_progress(path: Path, fingerprint: str, key: str, run: dict) -> None:
 
 def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None] = print,
               data: CrossDomainData | None = None, resume: bool = True,
-              add_progress: Sequence[str | Path] = ()) -> dict:
+              add_progress: Sequence[str | Path] = (), train_missing: bool = True) -> dict:
     """Table II (both directions) and Table III (ε sweep) analogs, plot and report.
+
+    ``train_missing=False`` trains nothing: the report is written from the finished runs and
+    lists the missing ones (a partial full run, e.g. at the end of a working day).
 
     Every finished training run is appended to ``OUT_DIR.progress.jsonl`` and the run in flight
     keeps its per-epoch training state in ``OUT_DIR.state/``; with ``resume`` a rerun with the
@@ -262,6 +265,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     if finished:
         log(f"resuming: {len(finished)} finished runs read from {progress}")
     runs: list[dict] = []
+    missing: list[str] = []
     certificates: dict[str, dict] = {}
     for seed in cfg.seeds:                      # seed-major: partial progress still fills whole tables
         for target, aux, variant, eps in jobs:
@@ -277,6 +281,9 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
             state = states / (fingerprint + "-" + "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in key) + ".pt")
             if key in finished:
                 r = finished[key]
+            elif not train_missing:
+                missing.append(key)
+                continue
             else:
                 if not resume:
                     state.unlink(missing_ok=True)
@@ -287,6 +294,8 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
             runs.append(r)
             log(f"{variant:13s} {target}<-{aux} eps={eps} seed={seed}: " +
                 "  ".join(f"{k} {v:.4f}" for k, v in r["test"].items() if "@10" in k))
+    if not runs:
+        raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
     if states.is_dir():
         for tmp in states.glob(".*.tmp"):            # a save killed mid-write
             tmp.unlink(missing_ok=True)
@@ -294,6 +303,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
             states.rmdir()
     result = {"kind": "pricdsr", "config": cfg.to_dict(), "statistics": stats, "runs": runs,
               "certificates": certificates, "summary": summarise(runs), "claim": claim_check(runs, cfg.epsilon),
+              "missing": missing, "training_seconds": round(sum(r["fit"]["seconds"] for r in runs), 1),
               "seconds": round(time.perf_counter() - t0, 1), "environment": environment()}
     with atomic_dir(out_dir) as tmp:
         from privrec.experiments.report import write_report
@@ -307,7 +317,7 @@ def summarise(runs: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
         groups.setdefault((r["target"], r["aux"], r["variant"], r["epsilon"]), []).append(r["test"])
-    return [{"target": t, "aux": a, "variant": v, "epsilon": e, "test": aggregate(ms)}
+    return [{"target": t, "aux": a, "variant": v, "epsilon": e, "runs": len(ms), "test": aggregate(ms)}
             for (t, a, v, e), ms in groups.items()]
 
 
@@ -345,7 +355,7 @@ _COLS = ("hr@5 (sampled)", "hr@10 (sampled)", "ndcg@5 (sampled)", "ndcg@10 (samp
 
 def _row(s: dict) -> list[str]:
     name = s["variant"] + (f" (ε={s['epsilon']:g})" if s["epsilon"] is not None else "")
-    return [f"{s['target']} ← {s['aux']}", name] + [pm(s["test"].get(c)) for c in _COLS]
+    return [f"{s['target']} ← {s['aux']}", name, str(s.get("runs", ""))] + [pm(s["test"].get(c)) for c in _COLS]
 
 
 def _signed(stat: dict) -> str:
@@ -360,7 +370,7 @@ def markdown(result: dict) -> str:
     t3 = [s for s in summary if (s["target"], s["aux"]) in {tuple(d.split("<-")) for d in cfg["table3_directions"]}
           and (s["variant"] == "PriCDSR-DASL" or s["variant"] == "DASL")]
     t3.sort(key=lambda s: (s["variant"] != "DASL", s["epsilon"] or 0))
-    header = ["target ← aux", "model", *_COLS]
+    header = ["target ← aux", "model", "seeds", *_COLS]
     certs = result["certificates"]
     cert = certs.get(next((k for k in certs if k.endswith(f":{eps}")), ""), next(iter(certs.values()), None))
     lines = [
@@ -371,6 +381,15 @@ def markdown(result: dict) -> str:
         f"'full' = ranked against all items, history masked. L = {cfg['max_len']}, T = {cfg['window']}, "
         f"encoder {cfg['encoder']}." + (f" Quick run on {cfg['max_users']} users." if cfg["max_users"] else ""),
         "",
+    ]
+    if result.get("missing"):
+        n_done = len(result["runs"])
+        lines += [f"**Partial report: {n_done} of {n_done + len(result['missing'])} training runs finished**; "
+                  "rows average the seeds that have finished (column 'seeds'). Not yet run: "
+                  + ", ".join(f"`{k}`" for k in result["missing"][:6])
+                  + (f" and {len(result['missing']) - 6} more (`results.json` → `missing`)" if len(result["missing"]) > 6
+                     else "") + ".", ""]
+    lines += [
         "## Dataset (Table I analog)",
         "",
         markdown_table(["domain", "users", "items", "interactions", "avg. length"],
@@ -407,7 +426,8 @@ def markdown(result: dict) -> str:
                   f"- paper's claim: ε = {claim.get('epsilon', '–')} ({claim.get('reason', '')})",
                   "- full certificates (every ε): `results.json` → `certificates`", ""]
     lines += ["Reproduce: `privrec reproduce pricdsr" + (" --quick" if cfg["max_users"] else "") + "`",
-              f"\nTook {result['seconds']:.0f} s."]
+              f"\nTraining time summed over the runs: {result.get('training_seconds', 0) / 3600:.1f} core-hours "
+              f"(this invocation: {result['seconds']:.0f} s)."]
     return "\n".join(lines) + "\n"
 
 
