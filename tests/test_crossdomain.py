@@ -174,7 +174,9 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert (tmp_path / "out" / "privacy_utility.png").stat().st_size > 1000
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["certificates"]["B:10.0"]["guarantee"]["epsilon"] == 20.0
-    assert not (tmp_path / "out.state").exists()      # per-epoch states go once their run is stored
+    # every run here ended at its 1-epoch cap, so each keeps its state (a higher cap continues it)
+    assert len(list((tmp_path / "out.state").iterdir())) == 4 and all(s["capped"] == 1 for s in result["summary"])
+    assert "† the epoch cap" in md
     # an interrupted full run continues: finished runs are read back, not retrained
     lines = (tmp_path / "out.progress.jsonl").read_text().splitlines()
     assert len(lines) == 4
@@ -203,6 +205,22 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert not (tmp_path / "none").exists()
     with pytest.raises(PrivrecError, match="no such progress file"):
         P.reproduce(cfg, tmp_path / "out", log=lambda m: None, data=data, add_progress=[tmp_path / "nope"])
+
+
+def test_raising_the_epoch_cap_continues_capped_runs_exactly(data, tmp_path):
+    train = TrainConfig(epochs=1, batch_size=16, patience=2, progress=False)
+    cfg = P.PriCDSRConfig(max_len=10, window=4, embedding=8, seeds=(0,), epsilons=(10.0,), directions=("A<-B",),
+                          table3_directions=(), train=train)
+    P.reproduce(cfg, tmp_path / "out", log=lambda m: None, data=data)
+    longer = replace(cfg, train=replace(train, epochs=4))
+    logs = []
+    continued = P.reproduce(longer, tmp_path / "out", log=logs.append, data=data)
+    assert sum("continued under the cap of 4" in m for m in logs) == 3
+    assert any("resuming from" in m for m in logs)
+    fresh = P.reproduce(longer, tmp_path / "fresh", log=lambda m: None, data=data)
+    assert [r["test"] for r in continued["runs"]] == [r["test"] for r in fresh["runs"]]
+    assert [r["fit"]["history"] for r in continued["runs"]] == [r["fit"]["history"] for r in fresh["runs"]]
+    assert all(r["fit"]["epochs_run"] <= 4 for r in continued["runs"])
 
 
 def test_claim_check_pairs_runs_by_seed():

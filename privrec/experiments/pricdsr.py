@@ -50,10 +50,12 @@ class PriCDSRConfig:
     # lr 5e-3: best of {1e-3, 5e-3, 1e-2} on *validation* (DASL-single, action<-drama, seed 0); a
     # batch is 64 users (~3,000 targets), so an epoch has ~37x fewer Adam steps than the paper's
     # 128-sample batches, and at the paper's lr 1e-3 nothing had converged by epoch 30.
-    # Patience 10 (RecBole's stopping_step), at most 100 epochs: with patience 3 validation noise
-    # (±0.004) stopped a still-improving run at epoch 30 while others ran to 48, and one run hit
-    # a 60-epoch cap still improving.
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=100, batch_size=64, lr=5e-3, patience=10,
+    # Patience 10 (RecBole's stopping_step) decides when to stop: with patience 3 validation noise
+    # (±0.004) stopped a still-improving run at epoch 30 while others ran to 48. The cap is only a
+    # safety net: 60 and then 100 epochs bound drama-target runs still improving (DASL-single
+    # drama<-action: validation +0.004 per 5 epochs at epoch 100), so it is 300; a capped run is
+    # marked in the report and continues from its saved state when the cap is raised.
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=300, batch_size=64, lr=5e-3, patience=10,
                                                                   select_metric="ndcg@10", grad_clip=None))
     epsilon: float = 10.0             # Table II's PriCDSR setting
     epsilons: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
@@ -176,8 +178,26 @@ def _fingerprint(cfg: PriCDSRConfig, data: CrossDomainData) -> str:
     for k in ("seeds", "epsilons", "directions", "table3_directions", "epsilon"):
         d.pop(k)
     d["train"].pop("progress", None)
+    d["train"].pop("epochs")          # the cap: whether a finished run still counts is decided by _reusable
     d["data"] = [data.statistics(), data.params]
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def stopped_early(run: dict, train: TrainConfig) -> bool:
+    """Did early stopping (not the epoch cap) end this run? Records written before the trainer
+    stored the flag are judged from best epoch, epochs run and patience."""
+    fit = run["fit"]
+    if "stopped_early" in fit:
+        return bool(fit["stopped_early"])
+    ev = train.eval_every
+    return fit["epochs_run"] // ev - fit["best_epoch"] // ev >= train.patience
+
+
+def _reusable(run: dict, train: TrainConfig) -> bool:
+    """A finished run counts under the cap ``train.epochs`` iff it stopped early within it, or it
+    ran to exactly this cap (a run that hit a lower cap is continued from its state)."""
+    n = run["fit"]["epochs_run"]
+    return n <= train.epochs if stopped_early(run, train) else n == train.epochs
 
 
 def _load_progress(path: Path, fingerprint: str) -> dict[str, dict]:
@@ -262,6 +282,11 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
             _append_progress(progress, fingerprint, key, theirs[key])
         log(f"{other}: {len(added)} finished runs added" + ("" if theirs else
             " — none of its runs has this configuration (same --quick/--epochs and code settings?)"))
+    stale = sorted(k for k, r in finished.items() if not _reusable(r, cfg.train))
+    for key in stale:
+        log(f"{key}: ran to an epoch cap of {finished[key]['fit']['epochs_run']} without stopping early; "
+            f"continued under the cap of {cfg.train.epochs}")
+        del finished[key]
     if finished:
         log(f"resuming: {len(finished)} finished runs read from {progress}")
     runs: list[dict] = []
@@ -290,7 +315,8 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
                 r = train_one(data, target, rows, variant, seed, cfg, log, state)
                 r.update(aux=aux, epsilon=eps)
                 _append_progress(progress, fingerprint, key, r)
-            state.unlink(missing_ok=True)           # also one left by a crash right after its run was stored
+            if stopped_early(r, cfg.train):         # a capped run keeps its state: a higher cap continues it
+                state.unlink(missing_ok=True)       # (also removes one left by a crash after its run was stored)
             runs.append(r)
             log(f"{variant:13s} {target}<-{aux} eps={eps} seed={seed}: " +
                 "  ".join(f"{k} {v:.4f}" for k, v in r["test"].items() if "@10" in k))
@@ -302,7 +328,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
         if not any(states.iterdir()):
             states.rmdir()
     result = {"kind": "pricdsr", "config": cfg.to_dict(), "statistics": stats, "runs": runs,
-              "certificates": certificates, "summary": summarise(runs), "claim": claim_check(runs, cfg.epsilon),
+              "certificates": certificates, "summary": summarise(runs, cfg.train), "claim": claim_check(runs, cfg.epsilon),
               "missing": missing, "training_seconds": round(sum(r["fit"]["seconds"] for r in runs), 1),
               "seconds": round(time.perf_counter() - t0, 1), "environment": environment()}
     with atomic_dir(out_dir) as tmp:
@@ -313,12 +339,17 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     return result
 
 
-def summarise(runs: list[dict]) -> list[dict]:
+def summarise(runs: list[dict], train: TrainConfig) -> list[dict]:
+    """Test metrics per (direction, model, ε), mean ± std over seeds; ``capped`` counts the runs
+    that the epoch cap, not early stopping, ended."""
     groups: dict[tuple, list[dict]] = {}
+    capped: dict[tuple, int] = {}
     for r in runs:
-        groups.setdefault((r["target"], r["aux"], r["variant"], r["epsilon"]), []).append(r["test"])
-    return [{"target": t, "aux": a, "variant": v, "epsilon": e, "runs": len(ms), "test": aggregate(ms)}
-            for (t, a, v, e), ms in groups.items()]
+        k = (r["target"], r["aux"], r["variant"], r["epsilon"])
+        groups.setdefault(k, []).append(r["test"])
+        capped[k] = capped.get(k, 0) + (not stopped_early(r, train))
+    return [{"target": t, "aux": a, "variant": v, "epsilon": e, "runs": len(ms), "capped": capped[(t, a, v, e)],
+             "test": aggregate(ms)} for (t, a, v, e), ms in groups.items()]
 
 
 CLAIM_METRICS = ("ndcg@10 (sampled)", "ndcg@10 (full)")
@@ -354,7 +385,7 @@ _COLS = ("hr@5 (sampled)", "hr@10 (sampled)", "ndcg@5 (sampled)", "ndcg@10 (samp
 
 
 def _row(s: dict) -> list[str]:
-    name = s["variant"] + (f" (ε={s['epsilon']:g})" if s["epsilon"] is not None else "")
+    name = s["variant"] + (f" (ε={s['epsilon']:g})" if s["epsilon"] is not None else "") + ("†" if s.get("capped") else "")
     return [f"{s['target']} ← {s['aux']}", name, str(s.get("runs", ""))] + [pm(s["test"].get(c)) for c in _COLS]
 
 
@@ -404,6 +435,9 @@ def markdown(result: dict) -> str:
         "",
         markdown_table(header, [_row(s) for s in t3]),
         "",
+        *(["† the epoch cap, not early stopping, ended at least one of this row's runs (the model may still "
+           "have been improving); raise `--epochs` and rerun: capped runs continue from their saved state.", ""]
+          if any(s.get("capped") for s in summary) else []),
         "![privacy-utility](privacy_utility.png)",
         "",
         f"## The paper's claim, paired by seed (PriCDSR-DASL at ε = {eps:g} minus the reference)",
@@ -438,9 +472,9 @@ def plot(result: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     cfg = result["config"]
-    fig, axes = plt.subplots(1, len(cfg["table3_directions"]), figsize=(5.5 * len(cfg["table3_directions"]), 4),
-                             squeeze=False)
-    for ax, direction in zip(axes[0], cfg["table3_directions"]):
+    directions = cfg["table3_directions"] or cfg["directions"]       # no ε sweep: plot Table II's points
+    fig, axes = plt.subplots(1, len(directions), figsize=(5.5 * len(directions), 4), squeeze=False)
+    for ax, direction in zip(axes[0], directions):
         target, aux = direction.split("<-")
         rel = [s for s in result["summary"] if s["target"] == target and s["aux"] == aux]
         pts = sorted((s["epsilon"], s["test"]["ndcg@10 (sampled)"]) for s in rel if s["variant"] == "PriCDSR-DASL")

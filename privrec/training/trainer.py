@@ -73,9 +73,11 @@ class FitResult:
     history: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     seconds_per_epoch: float = 0.0
+    stopped_early: bool = False     # False: the epoch cap ended training (the model may still improve)
 
     def to_dict(self) -> dict:
-        return {"best_epoch": self.best_epoch, "epochs_run": self.epochs_run, "seconds": round(self.seconds, 2),
+        return {"best_epoch": self.best_epoch, "epochs_run": self.epochs_run, "stopped_early": self.stopped_early,
+                "seconds": round(self.seconds, 2),
                 "seconds_per_epoch": round(self.seconds_per_epoch, 3),
                 "best_valid": None if self.best_valid is None else self.best_valid.to_dict(), "history": self.history}
 
@@ -125,14 +127,20 @@ class Trainer:
         With ``state_path`` the whole training state (weights, Adam moments, best weights so far,
         early-stopping counters, history and every RNG state) is written there atomically after
         each epoch, and a run started with an existing file continues from it: a run killed and
-        restarted gives the same result as one that was never interrupted. The caller removes the
-        file once the result is stored elsewhere."""
+        restarted gives the same result as one that was never interrupted, and a run that ended at
+        its epoch cap continues when restarted with a higher cap (exactly as if the cap had been
+        higher from the start when every epoch is validated, ``eval_every=1``; the cap is the
+        one setting a state may differ in). The caller
+        removes the file once the result is stored elsewhere."""
         rng = np.random.default_rng([self.cfg.seed, 1])
         s = {"best_score": -math.inf, "best_state": None, "best_epoch": 0, "best_metrics": None,
              "best_n_users": 0, "history": [], "waited": 0, "epoch": 0, "train_time": 0.0, "elapsed": 0.0,
              "stopped": False}
         if state_path is not None and Path(state_path).exists():
             s = self._load_state(Path(state_path), rng)
+            if s["epoch"] > self.cfg.epochs:
+                raise CheckpointError(f"{state_path}: saved after epoch {s['epoch']}, beyond this run's cap of "
+                                      f"{self.cfg.epochs} epochs; delete it or raise the cap")
             self.log(f"resuming from {state_path} after epoch {s['epoch']}")
         start = time.perf_counter() - s["elapsed"]
         epoch = s["epoch"]
@@ -170,11 +178,11 @@ class Trainer:
         best_eval = (None if s["best_metrics"] is None else
                      EvalResult("valid", s["best_metrics"], s["best_n_users"], self.eval_cfg))
         return FitResult(s["best_epoch"], best_eval, epoch, s["history"], time.perf_counter() - start,
-                         s["train_time"] / max(epoch, 1))
+                         s["train_time"] / max(epoch, 1), bool(s["stopped"]))
 
     def _state_config(self) -> dict:
         d = self.cfg.to_dict()
-        for k in ("progress", "device"):
+        for k in ("progress", "device", "epochs"):     # the cap only bounds the loop: see fit()
             d.pop(k)
         return {"train": d, "eval": self.eval_cfg.to_dict(), "model": type(self.model).__name__,
                 "model_config": self.model.config() if hasattr(self.model, "config") else None}
@@ -200,7 +208,9 @@ class Trainer:
                                   "delete it to train from scratch") from exc
         if not isinstance(payload, dict) or payload.get("format") != STATE_FORMAT:
             raise CheckpointError(f"{path}: not a {STATE_FORMAT} file; delete it to train from scratch")
-        if json.loads(payload["config"]) != json.loads(json.dumps(self._state_config(), sort_keys=True, default=str)):
+        saved = json.loads(payload["config"])
+        saved["train"].pop("epochs", None)
+        if saved != json.loads(json.dumps(self._state_config(), sort_keys=True, default=str)):
             raise CheckpointError(f"{path}: saved by a run with a different training configuration; "
                                   "delete it or pass another path")
         self.model.load_state_dict(payload["model"])
