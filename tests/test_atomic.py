@@ -80,3 +80,20 @@ def test_write_is_atomic_on_error(tmp_path):
 
 def test_parse_header_keeps_colons_in_names():
     assert parse_header("a:b:token\tc:float") == {"a:b": "token", "c": "float"}
+
+
+def test_atomic_outputs_get_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    from privrec.utils.io import atomic_dir, write_text_atomic
+
+    umask = os.umask(0o022)
+    try:
+        with atomic_dir(tmp_path / "report") as tmp:
+            (tmp / "a.md").write_text("x")
+        write_text_atomic(tmp_path / "f.txt", "y")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "report").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == 0o644

@@ -221,6 +221,8 @@ def test_raising_the_epoch_cap_continues_capped_runs_exactly(data, tmp_path):
     assert [r["test"] for r in continued["runs"]] == [r["test"] for r in fresh["runs"]]
     assert [r["fit"]["history"] for r in continued["runs"]] == [r["fit"]["history"] for r in fresh["runs"]]
     assert all(r["fit"]["epochs_run"] <= 4 for r in continued["runs"])
+    P.reproduce(cfg, tmp_path / "quick", log=lambda m: None, data=data, keep_capped_states=False)
+    assert not (tmp_path / "quick.state").exists()          # quick runs leave no resumable states behind
 
 
 def test_claim_check_pairs_runs_by_seed():

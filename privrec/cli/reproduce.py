@@ -32,7 +32,8 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
         cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
     log(f"PriCDSR reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, "
         f"{cfg.train.epochs} epochs max, report in {out}")
-    result = P.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress, train_missing=not report_only)
+    result = P.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress, train_missing=not report_only,
+                         keep_capped_states=not quick)
     rows = [P._row(s)[:2] + [P.pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)",
                                                                  "ndcg@10 (full)")] for s in result["summary"]]
     click.echo(f"\nPriCDSR on ML-1M by genre, test split ({'quick: subsample, 1 seed' if quick else 'full'}):")

@@ -235,10 +235,12 @@ def _append_progress(path: Path, fingerprint: str, key: str, run: dict) -> None:
 
 def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None] = print,
               data: CrossDomainData | None = None, resume: bool = True,
-              add_progress: Sequence[str | Path] = (), train_missing: bool = True) -> dict:
+              add_progress: Sequence[str | Path] = (), train_missing: bool = True,
+              keep_capped_states: bool = True) -> dict:
     """Table II (both directions) and Table III (ε sweep) analogs, plot and report.
 
-    ``train_missing=False`` trains nothing: the report is written from the finished runs and
+    ``keep_capped_states=False`` deletes the state of runs the epoch cap ended too (quick runs,
+    where nobody will raise the cap). ``train_missing=False`` trains nothing: the report is written from the finished runs and
     lists the missing ones (a partial full run, e.g. at the end of a working day).
 
     Every finished training run is appended to ``OUT_DIR.progress.jsonl`` and the run in flight
@@ -315,7 +317,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
                 r = train_one(data, target, rows, variant, seed, cfg, log, state)
                 r.update(aux=aux, epsilon=eps)
                 _append_progress(progress, fingerprint, key, r)
-            if stopped_early(r, cfg.train):         # a capped run keeps its state: a higher cap continues it
+            if stopped_early(r, cfg.train) or not keep_capped_states:   # a capped run keeps its state: a higher cap continues it
                 state.unlink(missing_ok=True)       # (also removes one left by a crash after its run was stored)
             runs.append(r)
             log(f"{variant:13s} {target}<-{aux} eps={eps} seed={seed}: " +

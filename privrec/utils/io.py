@@ -45,6 +45,9 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     created = _missing_parents(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)                   # mkdtemp creates 0700; use the normal folder mode
     try:
         yield tmp
         if target.exists():
