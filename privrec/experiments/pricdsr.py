@@ -31,7 +31,7 @@ from privrec.privacy.guarantee import Guarantee, certificate
 from privrec.privacy.validate import check_epsilon
 from privrec.training.tasks import CrossDomainTask
 from privrec.training.trainer import TrainConfig, Trainer
-from privrec.utils.repro import environment, resolve_seed, seed_everything
+from privrec.utils.repro import config_hash, environment, resolve_seed, seed_everything
 
 VARIANTS = ("DASL-single", "DASL", "PriCDSR-DASL")
 SAMPLED = EvalConfig(mode="sampled", n_negatives=100, sampler="popularity", ks=(5, 10), metrics=("hr", "ndcg"))
@@ -171,16 +171,13 @@ def _run_key(target: str, aux: str, variant: str, eps: float | None, seed: int) 
 
 def _fingerprint(cfg: PriCDSRConfig, data: CrossDomainData) -> str:
     """What must match for a finished run to be reused (not the seeds or the ε list)."""
-    import hashlib
-    import json
-
     d = cfg.to_dict()
     for k in ("seeds", "epsilons", "directions", "table3_directions", "epsilon"):
         d.pop(k)
     d["train"].pop("progress", None)
     d["train"].pop("epochs")          # the cap: whether a finished run still counts is decided by _reusable
     d["data"] = [data.statistics(), data.params]
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return config_hash(d)
 
 
 def stopped_early(run: dict, train: TrainConfig) -> bool:
@@ -240,8 +237,8 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     """Table II (both directions) and Table III (ε sweep) analogs, plot and report.
 
     ``keep_capped_states=False`` deletes the state of runs the epoch cap ended too (quick runs,
-    where nobody will raise the cap). ``train_missing=False`` trains nothing: the report is written from the finished runs and
-    lists the missing ones (a partial full run, e.g. at the end of a working day).
+    where nobody will raise the cap). ``train_missing=False`` trains nothing: the report is
+    written from the finished runs and lists the missing ones (a partial full run).
 
     Every finished training run is appended to ``OUT_DIR.progress.jsonl`` and the run in flight
     keeps its per-epoch training state in ``OUT_DIR.state/``; with ``resume`` a rerun with the
@@ -317,8 +314,10 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
                 r = train_one(data, target, rows, variant, seed, cfg, log, state)
                 r.update(aux=aux, epsilon=eps)
                 _append_progress(progress, fingerprint, key, r)
-            if stopped_early(r, cfg.train) or not keep_capped_states:   # a capped run keeps its state: a higher cap continues it
-                state.unlink(missing_ok=True)       # (also removes one left by a crash after its run was stored)
+            # a capped run keeps its state (a higher cap continues it); this also removes a state
+            # left by a crash after its run was stored
+            if stopped_early(r, cfg.train) or not keep_capped_states:
+                state.unlink(missing_ok=True)
             runs.append(r)
             log(f"{variant:13s} {target}<-{aux} eps={eps} seed={seed}: " +
                 "  ".join(f"{k} {v:.4f}" for k, v in r["test"].items() if "@10" in k))

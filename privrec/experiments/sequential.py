@@ -25,7 +25,7 @@ from privrec.models import build
 from privrec.training.checkpoint import save_checkpoint
 from privrec.training.tasks import SequenceTask
 from privrec.training.trainer import TrainConfig, Trainer
-from privrec.utils.repro import environment, seed_everything
+from privrec.utils.repro import config_hash, environment, seed_everything
 
 SPLITS = ("leave_one_out", "temporal_fraction")
 
@@ -125,16 +125,10 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
 def _run_hash(cfg: SequentialConfig, split: Split) -> str:
     """Names a run's resume state: the configuration (seeds, progress, device aside) and the
     split's contents, so a state is never resumed on other settings or edited data."""
-    import hashlib
-
     d = cfg.to_dict()
     d["train"] = {k: v for k, v in d["train"].items() if k not in ("progress", "device")}
     d.pop("seeds")
-    h = hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode())
-    for seqs in (split.train, split.valid, split.test):
-        h.update(seqs.indptr.tobytes())
-        h.update(seqs.items.tobytes())
-    return h.hexdigest()[:16]
+    return config_hash(d, *(a for s in (split.train, split.valid, split.test) for a in (s.indptr, s.items)))
 
 
 def _aggregates(runs: list[dict]) -> dict:

@@ -27,9 +27,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)              # mkstemp creates 0600; use the normal file mode
+        _default_mode(tmp_path, 0o666)                  # mkstemp creates 0600
         _fsync(tmp_path)                                # data on disk before the rename makes it visible
         os.replace(tmp_path, target)
         _fsync(target.parent)
@@ -45,9 +43,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     created = _missing_parents(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)                   # mkdtemp creates 0700; use the normal folder mode
+    _default_mode(tmp, 0o777)                       # mkdtemp creates 0700
     try:
         yield tmp
         if target.exists():
@@ -66,6 +62,13 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
             except OSError:
                 break
         raise
+
+
+def _default_mode(path: Path, base: int) -> None:
+    """Give ``path`` the mode a plain ``open``/``mkdir`` would have: ``base`` minus the umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, base & ~umask)
 
 
 def _fsync(path: Path) -> None:

@@ -53,6 +53,18 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def config_hash(config: dict, *arrays: np.ndarray) -> str:
+    """16 hex digits of SHA-256 over ``config`` (as sorted JSON) and the bytes of ``arrays``: names
+    what a saved run depends on, so results or states are reused only under the same inputs."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str | None:
     """The git commit of the privrec source tree, with ``-dirty`` if it has local changes."""
