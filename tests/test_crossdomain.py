@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from privrec.data.crossdomain import align_published, build, split_by_column
+from privrec.data.crossdomain import align_published, build, ml1m_genre_domains, split_by_column, split_by_item
 from privrec.data.interactions import Interactions
 from privrec.errors import DataFormatError, EmptyDataError, ParameterError, PrivrecError
 from privrec.experiments import pricdsr as P
@@ -62,6 +62,21 @@ def test_builder_errors():
     a, b = split_by_column(frame, "domain")
     with pytest.raises(EmptyDataError, match="both domains"):
         build(a, b, min_user=13)
+    # a per-item domain rule must send every item with interactions to domain 0 or 1
+    inter = Interactions.from_frame(frame)
+    rule = np.arange(len(inter.items.tokens)) % 3
+    with pytest.raises(ParameterError, match="0 or 1"):
+        split_by_item(inter, rule, ("A", "B"))
+
+
+def test_genre_split_names_movies_without_a_genre():
+    inter = Interactions.from_frame(_table(n_users=6))
+    feats = pd.DataFrame({"genre": [["Action"] if i % 2 else ["Drama"] for i in range(len(inter.items.tokens))]})
+    feats.at[3, "genre"] = []
+    feats.at[5, "genre"] = ["Musicals?"]
+    inter = replace(inter, item_features=feats.iloc[1:])
+    with pytest.raises(DataFormatError, match=r"\['<no genre>', 'Musicals\?'\] are not assigned"):
+        ml1m_genre_domains(inter)
 
 
 def test_publish_is_seeded_and_clean_without_epsilon(data):
@@ -89,6 +104,22 @@ def test_atomic_export_round_trip_and_bad_files(data, tmp_path):
         P.read_published(bad, data, "B", 10)
     with pytest.raises(DataFormatError, match="lacks"):
         align_published(rows[1:3], data.users.tokens[1:3], data, data.domain("B").items)
+    # a user the mechanism left with an empty row is still published (listed in the .user file)
+    rows[5] = 0
+    path = P.export_atomic(rows, data, "B", tmp_path / "gap.inter")
+    assert np.array_equal(P.read_published(path, data, "B", 10), rows)
+    assert (tmp_path / "gap.user").read_text().splitlines()[0] == "user_id:token"
+    (tmp_path / "gap.user").unlink()
+    with pytest.raises(DataFormatError, match="lacks 1 shared users"):
+        P.read_published(path, data, "B", 10)
+    # two items at one position of a row; a user missing from the .user file
+    lines = (tmp_path / "aux.inter").read_text().splitlines()
+    (tmp_path / "dup.inter").write_text("\n".join(lines + [lines[1]]) + "\n")
+    with pytest.raises(DataFormatError, match="same position"):
+        P.read_published(tmp_path / "dup.inter", data, "B", 10)
+    (tmp_path / "aux.user").write_text("user_id:token\n" + "\n".join(data.users.tokens[2:]) + "\n")
+    with pytest.raises(DataFormatError, match="not in aux.user"):
+        P.read_published(tmp_path / "aux.inter", data, "B", 10)
 
 
 def _model(data, mode, encoder="stream"):
@@ -174,6 +205,14 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert (tmp_path / "out" / "privacy_utility.png").stat().st_size > 1000
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["certificates"]["B:10.0"]["guarantee"]["epsilon"] == 20.0
+    # each perturbed release is on disk as a RecBole dataset folder with its certificate
+    for eps in (1.0, 10.0):
+        folder = tmp_path / "out.published" / f"B-eps{eps:g}-seed0"
+        inter = folder / f"{folder.name}.inter"
+        assert np.array_equal(P.read_published(inter, data, "B", 10), P.publish(data, "B", eps, 10, 0)[0])
+        cert = json.loads((folder / f"{folder.name}.inter.privacy.json").read_text())
+        assert cert["guarantee"]["epsilon"] == 2 * eps and cert["output"]["files"][1] == f"{folder.name}.user"
+    assert sorted(p.name for p in (tmp_path / "out.published").iterdir()) == ["B-eps1-seed0", "B-eps10-seed0"]
     # every run here ended at its 1-epoch cap, so each keeps its state (a higher cap continues it)
     assert len(list((tmp_path / "out.state").iterdir())) == 4 and all(s["capped"] == 1 for s in result["summary"])
     assert "† the epoch cap" in md

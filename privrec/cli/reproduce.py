@@ -12,6 +12,18 @@ def reproduce() -> None:
     """Reproduce a paper's tables on real data (reports: JSON, Markdown, plots)."""
 
 
+def _command_line() -> str | None:
+    """The command as typed (``privrec ...`` or ``python -m privrec ...``), else click's command path."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    if sys.argv and Path(sys.argv[0]).name in ("privrec", "__main__.py"):
+        return shlex.join(["privrec", *sys.argv[1:]])
+    ctx = click.get_current_context(silent=True)
+    return ctx.command_path if ctx else None
+
+
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
                 threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
                 report_only: bool = False) -> dict:
@@ -32,8 +44,9 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
         cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
     log(f"PriCDSR reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, "
         f"{cfg.train.epochs} epochs max, report in {out}")
+    command = _command_line()
     result = P.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress, train_missing=not report_only,
-                         keep_capped_states=not quick)
+                         keep_capped_states=not quick, command=command)
     rows = [P._row(s)[:2] + [P.pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)",
                                                                  "ndcg@10 (full)")] for s in result["summary"]]
     click.echo(f"\nPriCDSR on ML-1M by genre, test split ({'quick: subsample, 1 seed' if quick else 'full'}):")
@@ -43,7 +56,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 
 
 @reproduce.command("pricdsr")
-@click.option("--quick", is_flag=True, help="A user subsample, L = 30, 4 epochs, one seed (under 10 min on 2 cores).")
+@click.option("--quick", is_flag=True, help="A user subsample, L = 30, 4 epochs, one seed, ε ∈ {1, 10, 50} (under 10 min on 2 cores).")
 @click.option("--out", type=click.Path(file_okay=False), default="reports/pricdsr", show_default=True)
 @click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")

@@ -84,6 +84,10 @@ def split_by_item(inter: Interactions, domain_of_item: np.ndarray, names: tuple[
     dom = np.asarray(domain_of_item)
     if dom.shape[0] != len(inter.items.tokens):
         raise ParameterError("domain_of_item needs one entry per item code (index 0 = padding)")
+    outside = sorted(set(np.unique(dom[inter.item]).tolist()) - {0, 1})
+    if outside:
+        raise ParameterError(f"domain_of_item must hold 0 or 1 for every item with interactions, found {outside[:5]}; "
+                             "map every item to one of the two domains (interactions would be dropped silently)")
     present = np.unique(dom[inter.item])
     if len(present) < 2:
         raise DataFormatError(f"the domain rule puts every interaction in one domain ({names[int(present[0])]}); "
@@ -115,9 +119,10 @@ def ml1m_genre_domains(inter: Interactions) -> tuple[Interactions, Interactions]
     lookup = {g: k for k, name in enumerate(ML1M_GENRE_DOMAINS) for g in ML1M_GENRE_DOMAINS[name]}
     dom = np.zeros(len(inter.items.tokens), dtype=np.int64)
     codes = first.index.to_numpy()
-    unknown = sorted({g for g in first if g not in lookup})
+    unknown = sorted({g if isinstance(g, str) else "<no genre>" for g in first if g not in lookup})
     if unknown:
-        raise DataFormatError(f"genres {unknown} are not assigned to a domain")
+        raise DataFormatError(f"genres {unknown} are not assigned to a domain; every movie needs a first genre "
+                              "listed in ML1M_GENRE_DOMAINS")
     dom[codes] = [lookup[g] for g in first]
     return split_by_item(inter, dom, tuple(ML1M_GENRE_DOMAINS))  # type: ignore[arg-type]
 

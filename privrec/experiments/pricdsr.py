@@ -22,7 +22,7 @@ import pandas as pd
 
 from privrec.data.crossdomain import CrossDomainData, ml1m_cross_domain
 from privrec.data.tables import load
-from privrec.errors import ParameterError
+from privrec.errors import DataFormatError, ParameterError
 from privrec.evaluation.evaluator import EvalConfig, evaluate
 from privrec.experiments.report import aggregate, markdown_table, pm
 from privrec.models.dasl import DASL
@@ -92,21 +92,30 @@ def publish(data: CrossDomainData, aux: str, epsilon: float | None, max_len: int
 
 
 def export_atomic(rows: np.ndarray, data: CrossDomainData, aux: str, path: str | Path) -> Path:
-    """Write published rows as a RecBole atomic ``.inter`` file (user_id, item_id, timestamp =
-    position 1..L in the published row, so order survives), raw ids, written atomically."""
+    """Write published rows as RecBole atomic files: ``path`` (``.inter``: user_id, item_id,
+    timestamp = position 1..L in the published row, so order survives) and, next to it, a
+    ``.user`` file listing every published user (a row the mechanism left empty has no
+    ``.inter`` line but is still published). Raw ids, each file written atomically."""
     from privrec.data.atomic import write_atomic
 
+    path = Path(path)
     r, c = np.nonzero(rows)
     frame = pd.DataFrame({"user_id": data.users.decode(r), "item_id": data.domain(aux).items.decode(rows[r, c]),
                           "timestamp": (c + 1).astype(np.float64)})
+    write_atomic(pd.DataFrame({"user_id": data.users.decode(np.arange(1, len(rows)))}), path.with_suffix(".user"),
+                 {"user_id": "token"})
     return write_atomic(frame, path, {"user_id": "token", "item_id": "token", "timestamp": "float"})
 
 
 def read_published(path: str | Path, data: CrossDomainData, aux: str, max_len: int) -> np.ndarray:
-    """Read an exported auxiliary file back into aligned rows (errors for unknown users/items)."""
+    """Read an exported auxiliary file back into aligned rows (errors for unknown users/items).
+
+    Users listed in the sibling ``.user`` file without ``.inter`` lines get empty rows; without
+    a ``.user`` file every shared user must have at least one line."""
     from privrec.data.atomic import read_atomic
     from privrec.data.crossdomain import align_published
 
+    path = Path(path)
     frame, _ = read_atomic(path)
     missing = {"user_id", "item_id", "timestamp"} - set(frame.columns)
     if missing:
@@ -116,14 +125,41 @@ def read_published(path: str | Path, data: CrossDomainData, aux: str, max_len: i
     if (items == 0).any():
         bad = frame["item_id"][items == 0].astype(str).unique()[:5].tolist()
         raise ParameterError(f"{path}: items {bad} are not auxiliary-domain items")
-    frame = frame.assign(code=items).sort_values(["user_id", "timestamp"], kind="stable")
-    users, starts = np.unique(frame["user_id"].astype(str).to_numpy(), return_index=True)
+    users = frame["user_id"].astype(str).to_numpy()
+    listed = path.with_suffix(".user")
+    if listed.is_file():
+        all_users = read_atomic(listed, usecols=["user_id"])[0]["user_id"].astype(str).to_numpy()
+        stray = np.setdiff1d(users, all_users)
+        if len(stray):
+            raise DataFormatError(f"{path}: users {stray[:5].tolist()} are not in {listed.name}; the two files must "
+                                  "come from the same publication")
+    else:
+        all_users = np.unique(users)
+    all_users = np.unique(all_users)
     pos = frame["timestamp"].to_numpy().astype(np.int64) - 1
     if (pos < 0).any() or (pos >= max_len).any():
         raise ParameterError(f"{path}: timestamps must be positions 1..{max_len}")
-    rows = np.zeros((len(users), max_len), dtype=np.int64)
-    rows[np.repeat(np.arange(len(users)), np.diff(np.append(starts, len(frame)))), pos] = frame["code"].to_numpy()
-    return align_published(rows, users, data, data.domain(aux).items)
+    code = np.searchsorted(all_users, users)
+    if len(np.unique(code * max_len + pos)) < len(pos):
+        raise DataFormatError(f"{path}: a user has two items at the same position (timestamp); each position of a "
+                              "published row holds one item")
+    rows = np.zeros((len(all_users), max_len), dtype=np.int64)
+    rows[np.searchsorted(all_users, users), pos] = items
+    return align_published(rows, all_users, data, data.domain(aux).items)
+
+
+def write_published(folder: str | Path, rows: np.ndarray, data: CrossDomainData, aux: str, cert: dict) -> Path:
+    """Publish to disk: ``folder/NAME.inter`` + ``NAME.user`` (RecBole atomic, NAME = the
+    folder's name, so the folder is a RecBole dataset) and the certificate
+    ``NAME.inter.privacy.json``. Returns the ``.inter`` path."""
+    from privrec.utils.io import write_json_atomic
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    inter = folder / f"{folder.name}.inter"
+    export_atomic(rows, data, aux, inter)
+    write_json_atomic(inter.with_name(inter.name + ".privacy.json"), cert)
+    return inter
 
 
 def subsample_users(data: CrossDomainData, max_users: int, seed: int) -> CrossDomainData:
@@ -233,7 +269,7 @@ def _append_progress(path: Path, fingerprint: str, key: str, run: dict) -> None:
 def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None] = print,
               data: CrossDomainData | None = None, resume: bool = True,
               add_progress: Sequence[str | Path] = (), train_missing: bool = True,
-              keep_capped_states: bool = True) -> dict:
+              keep_capped_states: bool = True, command: str | None = None) -> dict:
     """Table II (both directions) and Table III (ε sweep) analogs, plot and report.
 
     ``keep_capped_states=False`` deletes the state of runs the epoch cap ended too (quick runs,
@@ -245,7 +281,11 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     same configuration reuses finished runs and continues the interrupted one from its last
     epoch, with the result an uninterrupted run would give (the full run takes CPU-hours).
     ``add_progress``: other progress files (e.g. seeds run in parallel processes) whose runs of
-    the same configuration are reused too; they are copied into this run's progress file."""
+    the same configuration are reused too; they are copied into this run's progress file.
+
+    Each perturbed auxiliary release is written to ``OUT_DIR.published/AUX-epsE-seedS/`` (RecBole
+    atomic ``.inter`` + ``.user`` and the certificate ``.inter.privacy.json``) and the model
+    trains on the rows read back from those files. ``command``: the command line, for the report."""
     from privrec.utils.io import atomic_dir
 
     t0 = time.perf_counter()
@@ -269,6 +309,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
         jobs += [(target, aux, "PriCDSR-DASL", e) for e in cfg.epsilons if (target, aux, "PriCDSR-DASL", e) not in jobs]
     progress = Path(str(out_dir).rstrip("/") + ".progress.jsonl")
     states = Path(str(out_dir).rstrip("/") + ".state")
+    published = Path(str(out_dir).rstrip("/") + ".published")
     fingerprint = _fingerprint(cfg, data)
     finished = _load_progress(progress, fingerprint) if resume else {}
     for other in add_progress:
@@ -294,10 +335,18 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     for seed in cfg.seeds:                      # seed-major: partial progress still fills whole tables
         for target, aux, variant, eps in jobs:
             rows, guarantee, _ = publish(data, aux, eps, cfg.max_len, seed)
-            if guarantee is not None and f"{aux}:{eps}" not in certificates:
-                certificates[f"{aux}:{eps}"] = certificate(guarantee, resolve_seed(seed),
-                                                           input_desc={"domain": aux, "rows": int(len(rows) - 1),
-                                                                       "max_len": cfg.max_len})
+            if guarantee is not None:
+                # publish to disk, then train on what the files say: the model sees exactly the
+                # released data (RecBole atomic files + certificate), nothing else
+                name = f"{aux}-eps{eps:g}-seed{seed}"
+                cert = certificate(guarantee, resolve_seed(seed),
+                                   input_desc={"domain": aux, "rows": int(len(rows) - 1), "max_len": cfg.max_len,
+                                               "split": "train items only (validation and test items withheld)"},
+                                   output_desc={"folder": f"{published.name}/{name}", "format": "RecBole atomic",
+                                                "files": [f"{name}.inter", f"{name}.user"],
+                                                "interactions": int(np.count_nonzero(rows))})
+                rows = read_published(write_published(published / name, rows, data, aux, cert), data, aux, cfg.max_len)
+                certificates.setdefault(f"{aux}:{eps}", cert)
             key = _run_key(target, aux, variant, eps, seed)
             # the state file's name carries the configuration fingerprint and the run (variant, ε,
             # seed: its published rows are a deterministic function of these), so it never resumes
@@ -331,7 +380,8 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     result = {"kind": "pricdsr", "config": cfg.to_dict(), "statistics": stats, "runs": runs,
               "certificates": certificates, "summary": summarise(runs, cfg.train), "claim": claim_check(runs, cfg.epsilon),
               "missing": missing, "training_seconds": round(sum(r["fit"]["seconds"] for r in runs), 1),
-              "seconds": round(time.perf_counter() - t0, 1), "environment": environment()}
+              "seconds": round(time.perf_counter() - t0, 1), "command": command,
+              "published": f"{published.name}/", "environment": environment()}
     with atomic_dir(out_dir) as tmp:
         from privrec.experiments.report import write_report
 
@@ -459,9 +509,16 @@ def markdown(result: dict) -> str:
         claim = g.get("paper_claim") or {}
         lines += [f"- {cert['summary']}", f"- unit of privacy: {g['unit_of_privacy']}",
                   f"- paper's claim: ε = {claim.get('epsilon', '–')} ({claim.get('reason', '')})",
-                  "- full certificates (every ε): `results.json` → `certificates`", ""]
-    lines += ["Reproduce: `privrec reproduce pricdsr" + (" --quick" if cfg["max_users"] else "") + "`",
-              f"\nTraining time summed over the runs: {result.get('training_seconds', 0) / 3600:.1f} core-hours "
+                  "- full certificates (every ε): `results.json` → `certificates`",
+                  f"- published auxiliary data (RecBole atomic files + certificate per domain, ε and seed): "
+                  f"`{result.get('published', 'OUT.published/')}` next to this report folder", ""]
+    lines += ["## Commands", "",
+              "Reproduce: `privrec reproduce pricdsr" + (" --quick" if cfg["max_users"] else "") + "`"
+              + ("" if cfg["max_users"] else " (each seed can run in its own process: `--seeds 1 --out DIR-s1`, "
+                 "then `--report-only --add-progress DIR-s1.progress.jsonl`)"), ""]
+    if result.get("command"):
+        lines += [f"This report was written by: `{result['command']}`", ""]
+    lines += [f"Training time summed over the runs: {result.get('training_seconds', 0) / 3600:.1f} h of wall-clock "
               f"(this invocation: {result['seconds']:.0f} s)."]
     return "\n".join(lines) + "\n"
 

@@ -11,13 +11,29 @@ uniformly from {0..m} minus (P \\ {0}) U {current} by rejection (|P| <= L << m).
 mechanism is O(n L) expected time, compiled with numba; random draws come from a NumPy
 Generator in fixed-size row chunks, so the same seed gives the same output.
 
-Guarantee (checked by exhaustive enumeration in tests/privacy/test_sdp.py): every value
-change of one cell costs at most eps, as Theorem 1 says. Swaps do not: when the row holds
-padding, a swap of two items can turn into a swap with padding (e.g. rows [0,x,y] and
-[0,y,x] give output [x,0,y] with probability ratio e^{2 eps}), which Case 2 of the proof
-misses. A swap is two value changes, so 2 eps always holds and is attained. The
-certificate therefore states 2*eps for Definition 2's relation, with the paper's eps as
-the claim, eps for value changes alone, and L*eps per user (group privacy).
+Guarantee (checked by exhaustive enumeration of output probabilities in
+tests/privacy/test_sdp.py, every valid row of length 3 to 5). Why: the normaliser of Eq. 1 at
+position l depends only on the ids already output, so P[M(R) = A] = prod_l w_l / Z_l(A) with
+w_l = e^eps when A_l is the value the working row holds at l and 1 otherwise; two inputs
+differ only through the positions where their working rows differ.
+
+* A value change of one cell costs at most eps, as Theorem 1 Case 1 says (tight).
+  Following both working rows: until the step at the differing cell they stay one cell apart
+  (a draw of either differing id is a swap in one row and a replacement in the other), with
+  equal factors; that step costs at most e^eps and makes them equal.
+* A swap costs up to 2 eps, not eps. Case 2 of the proof misses that a swap can turn into a
+  swap with padding, which the mechanism never undoes (0 is written, never swapped in):
+  rows [0,x,y] and [0,y,x] give output [x,0,y] with ratio e^{2 eps}. In general, steps before
+  the first differing cell keep the rows a swap apart with equal factors; that step costs at
+  most e^eps and leaves them equal or one cell apart, which costs at most e^eps more. Swaps in
+  rows without padding cost eps.
+* Any two rows of one user cost at most L*eps: each of the L factors lies in
+  [e^-eps, e^eps] and every row has the same output support.
+
+A "cell" is one position of Definition 1's front-padded last-L row, not one raw interaction:
+adding or removing an interaction shifts the row, so it is covered only by the per-user L*eps.
+The certificate therefore states 2*eps for Definition 2's relation, with the paper's eps as
+the claim, and eps (value changes alone) and L*eps (per user) as related guarantees.
 """
 
 from __future__ import annotations
@@ -117,29 +133,34 @@ def guarantee(epsilon: float, n_items: int, max_len: int) -> Guarantee:
     params = {"epsilon": eps, "n_items": int(n_items), "max_len": int(max_len)}
     value_change = Guarantee(
         mechanism="pricdsr-sdp", definition="epsilon-SDP (value changes only)", epsilon=eps,
-        unit="one cell of one user's row changed to another id (Def. 2, first kind)", parameters=params,
+        unit="one cell of one user's length-L row changed to another id (Def. 2, first kind)", parameters=params,
         accounting="Theorem 1 Case 1, verified by exhaustive enumeration", event=pure_dp_event(eps),
         relation="replace_one")
     user_level = Guarantee(
-        mechanism="pricdsr-sdp", definition="epsilon-DP per user row (group privacy)", epsilon=max_len * eps,
-        unit="one user's whole auxiliary-domain row (up to L cells)", parameters=params,
-        accounting="group privacy over L value changes", event=pure_dp_event(max_len * eps), relation="replace_one")
+        mechanism="pricdsr-sdp", definition="epsilon-DP per user row", epsilon=max_len * eps,
+        unit="one user's whole auxiliary-domain row replaced by any other (covers adding or removing interactions)",
+        parameters=params,
+        accounting="product form of Eq. 1: each of the L positions changes the probability by at most e^eps",
+        event=pure_dp_event(max_len * eps), relation="replace_one")
     return Guarantee(
         mechanism="pricdsr-sdp",
         definition="epsilon-SDP (PriCDSR Def. 3)",
         epsilon=2 * eps,
-        unit="one user-item interaction changed, or two positions of one user's row swapped (Def. 2)",
+        unit="one cell of one user's front-padded length-L row changed, or two cells of one row swapped (Def. 2)",
         parameters=params,
         valid=True,
         claimed=Claim(eps, 0.0, "PriCDSR Theorem 1",
-                      "Case 2 misses swaps that move padding: [0,x,y] vs [0,y,x] reach e^(2 eps); "
-                      "a swap is two value changes, so 2 eps holds"),
-        accounting="exact enumeration of output probabilities on small domains + group privacy",
+                      "Case 2 misses swaps that turn into swaps with padding: [0,x,y] vs [0,y,x] reach e^(2 eps); "
+                      "every swap costs at most 2 eps (module doc)"),
+        accounting="exact enumeration of output probabilities on small domains (rows of length 3-5)",
         event=pure_dp_event(2 * eps),
         relation="replace_one",
         notes=("Value changes alone cost eps (Theorem 1 Case 1 holds); swaps in rows without padding cost eps; "
                "swaps in rows with padding cost up to 2 eps.",
-               "Timestamps are not protected; the output keeps each row's length L and user order."),
+               "A cell is one position of the last-L row, not one raw interaction: adding or removing an "
+               "interaction shifts the row and is covered by the per-user guarantee (L eps) only.",
+               "Not protected: which users are published (chosen from the clean data), the auxiliary item "
+               "vocabulary, timestamps; the output keeps each row's length L and the user order."),
     ).with_related(value_change, user_level)
 
 

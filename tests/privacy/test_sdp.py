@@ -149,4 +149,26 @@ def test_guarantee_reports_claim_and_related_units():
     assert d["epsilon"] == 20.0 and d["paper_claim"]["epsilon"] == 10.0
     units = {r["definition"]: r["epsilon"] for r in d["related"]}
     assert units["epsilon-SDP (value changes only)"] == 10.0
-    assert units["epsilon-DP per user row (group privacy)"] == 500.0
+    assert units["epsilon-DP per user row"] == 500.0
+
+
+@pytest.mark.parametrize("m,L", [(4, 4), (3, 5)])
+def test_longer_rows_keep_the_same_bounds(m, L):
+    """Every valid row of length 4 and 5: value changes eps, swaps 2 eps, as at L = 3."""
+    eps = 1.0
+    dists = {r: sdp_exact_distribution(r, m, eps) for r in valid_rows(m, L)}
+    worst = worst_log_ratio(dists, ["value", "swap_items", "swap_padding"])
+    assert worst["value"][0] == pytest.approx(eps)
+    assert worst["swap_items"][0] == pytest.approx(2 * eps) and worst["swap_padding"][0] == pytest.approx(2 * eps)
+
+
+def test_any_two_rows_cost_at_most_l_epsilon():
+    """The per-user unit: P[M(R) = A] is a product over positions of a weight (e^eps or 1)
+    over a normaliser that depends on A alone, so any two rows differ by at most e^(L eps)."""
+    m, L, eps = 3, 3, 0.8
+    dists = {r: sdp_exact_distribution(r, m, eps) for r in valid_rows(m, L)}
+    worst = max(math.log(p / dists[b][out]) for a, b in itertools.permutations(dists, 2)
+                for out, p in dists[a].items())
+    assert worst <= L * eps + 1e-9
+    assert all(set(d) == set(dists[(0, 0, 0)]) for d in dists.values())    # same support for every row
+    assert sdp.guarantee(eps, m, L).related[1].epsilon == pytest.approx(L * eps)
