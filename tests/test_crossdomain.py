@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from privrec.data.crossdomain import align_published, build, ml1m_genre_domains, split_by_column, split_by_item
+from privrec.data.crossdomain import (align_published, build, load_cross_domain, ml1m_genre_domains, split_by_column,
+                                      split_by_item)
 from privrec.data.interactions import Interactions
 from privrec.errors import DataFormatError, EmptyDataError, ParameterError, PrivrecError
 from privrec.experiments import pricdsr as P
@@ -288,3 +289,66 @@ def test_bad_direction_and_epsilon_write_nothing(data, tmp_path):
     with pytest.raises(PrivrecError, match="seeds must be distinct"):
         P.reproduce(replace(cfg, directions=("A<-B",), seeds=(0, 0)), tmp_path / "z", log=lambda m: None, data=data)
     assert not any((tmp_path / n).exists() for n in ("x", "y", "z", "z.progress.jsonl"))
+
+
+def test_load_cross_domain_from_one_file_or_two(tmp_path):
+    frame = _table()
+    one = tmp_path / "both.csv"
+    frame.to_csv(one, index=False)
+    data = load_cross_domain([str(one)], "domain", min_item=1)
+    assert data.names == ("A", "B") and data.n_users == 40
+    for dom in ("A", "B"):
+        frame[frame.domain == dom].drop(columns="domain").to_csv(tmp_path / f"{dom.lower()}dom.csv", index=False)
+    two = load_cross_domain([str(tmp_path / "adom.csv"), str(tmp_path / "bdom.csv")], min_item=1)
+    assert two.names == ("adom", "bdom") and two.statistics()[1]["interactions"] == data.statistics()[1]["interactions"]
+    with pytest.raises(ParameterError, match="--domain-field"):
+        load_cross_domain([str(one)])
+    with pytest.raises(ParameterError, match="splits one file"):
+        load_cross_domain([str(tmp_path / "adom.csv"), str(tmp_path / "bdom.csv")], "domain")
+    with pytest.raises(ParameterError, match="rename one"):
+        load_cross_domain([str(tmp_path / "adom.csv"), str(tmp_path / "adom.csv")])
+    with pytest.raises(DataFormatError, match="missing"):
+        load_cross_domain([str(one)], "kind")
+
+
+def test_publish_aux_cli_writes_a_recbole_release_of_train_rows_only(tmp_path):
+    from click.testing import CliRunner
+
+    from privrec.cli import cli, main
+
+    src = tmp_path / "both.csv"
+    _table(n_a=30, n_b=25).to_csv(src, index=False)
+    out = tmp_path / "rel" / "rel.inter"
+    res = CliRunner().invoke(cli, ["publish", "sdp", str(src), "--domain-field", "domain", "--aux", "B", "-o", str(out),
+                                   "--epsilon", "3", "--seed", "4", "--max-len", "10"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    data = load_cross_domain([str(src)], "domain")
+    assert np.array_equal(P.read_published(out, data, "B", 10), P.publish(data, "B", 3.0, 10, 4)[0])
+    cert = json.loads((tmp_path / "rel" / "rel.inter.privacy.json").read_text())
+    assert cert["guarantee"]["epsilon"] == 6.0 and "withheld" in cert["input"]["split"]
+    assert (tmp_path / "rel" / "rel.user").is_file()
+    # unknown domain, wrong format, wrong mechanism: an error and nothing written
+    for args in (["--aux", "C"], ["--aux", "B", "-o", str(tmp_path / "n" / "x.csv")], ["--domain-field", "domain"]):
+        argv = ["publish", "sdp", str(src), "--domain-field", "domain", "-o", str(tmp_path / "n" / "x.inter"),
+                "--epsilon", "1", *args]
+        assert main(argv) == 2 and not (tmp_path / "n").exists()
+    assert main(["publish", "rr", str(src), "--aux", "B", "-o", str(tmp_path / "n" / "x.inter"), "--epsilon", "1"]) == 2
+
+
+def test_reproduce_cli_on_your_own_file(tmp_path):
+    from click.testing import CliRunner
+
+    from privrec.cli import cli
+
+    src = tmp_path / "shop.csv"
+    _table(n_users=60, n_a=150, n_b=150, per=30).to_csv(src, index=False)     # 100 sampled negatives fit
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(cli, ["reproduce", "pricdsr", "--quick", "--data", str(src), "--domain-field", "domain",
+                                   "--out", str(out)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["config"]["directions"] == ["A<-B", "B<-A"] and saved["config"]["dataset"].endswith("by domain")
+    assert {s["variant"] for s in saved["summary"]} == {"DASL-single", "DASL", "PriCDSR-DASL"}
+    assert (tmp_path / "rep.published" / "B-eps10-seed0" / "B-eps10-seed0.inter").is_file()
+    md = (out / "results.md").read_text()
+    assert md.startswith(f"# PriCDSR on {src} by domain") and "This report was written by" in md

@@ -71,9 +71,12 @@ def _item_texts(inter) -> list[str]:
 @click.option("--embeddings", type=click.Path(exists=True, dir_okay=False), default=None,
               help="rr: .npy item embeddings (row i = item code i+1) instead of MiniLM on the titles.")
 @click.option("--allow-invalid", is_flag=True, help="Run settings outside the theorem's validity (reported).")
+@click.option("--aux", default=None, help="sdp: publish only this domain of a cross-domain SOURCE (PriCDSR): the "
+              "shared users' train rows, never their validation/test items; ml-1m splits by genre (action, drama).")
+@click.option("--domain-field", default=None, help="With --aux and a file SOURCE: the column naming each row's domain.")
 def publish(mechanism: str, source: str, output: str, epsilon: float, delta: float | None, seed: int | None,
             max_len: int, n_prime: int, q: float, calibration: str, alternatives: str, embeddings: str | None,
-            allow_invalid: bool) -> None:
+            allow_invalid: bool, aux: str | None, domain_field: str | None) -> None:
     """Publish SOURCE (a dataset name such as ml-1m, or an .inter/.csv/.parquet file) through MECHANISM."""
     from privrec.data.tables import load, write_interactions
     from privrec.privacy.guarantee import certificate
@@ -88,6 +91,9 @@ def publish(mechanism: str, source: str, output: str, epsilon: float, delta: flo
     if delta is not None:
         check_delta(delta)
     check_positive_int(max_len, "max_len")
+    if aux is not None or domain_field is not None:
+        _publish_aux(mechanism, source, out, epsilon, seed, max_len, aux, domain_field)
+        return
     info = resolve_seed(seed)
     rng = np.random.default_rng(info.seed)
     inter = load(source)
@@ -143,6 +149,40 @@ def publish(mechanism: str, source: str, output: str, epsilon: float, delta: flo
                        output_desc={"path": str(out), **desc})
     write_json_atomic(_certificate_path(out), cert)
     click.echo(f"wrote {out} ({len(frame):,} rows) and {_certificate_path(out).name}")
+    click.echo(guarantee.summary())
+
+
+def _publish_aux(mechanism: str, source: str, out: Path, epsilon: float, seed: int | None, max_len: int,
+                 aux: str | None, domain_field: str | None) -> None:
+    """PriCDSR's release: one domain of two-domain data, shared users only, train items only,
+    as RecBole atomic files (``.inter`` + ``.user``) with the certificate next to them."""
+    from privrec.data.crossdomain import load_cross_domain
+    from privrec.experiments.pricdsr import publish as publish_rows
+    from privrec.experiments.pricdsr import write_published
+    from privrec.privacy.guarantee import certificate
+    from privrec.utils.repro import resolve_seed
+
+    if mechanism != "sdp":
+        raise ParameterError(f"--aux/--domain-field publish one domain of cross-domain data with sdp (PriCDSR), "
+                             f"not {mechanism}")
+    if aux is None:
+        raise ParameterError("--domain-field needs --aux DOMAIN: the domain whose rows are published")
+    if out.suffix.lower() != ".inter":
+        raise ParameterError(f"{out}: a cross-domain release is a RecBole dataset (.inter + .user); name the output "
+                             "NAME/NAME.inter")
+    data = load_cross_domain(source, domain_field)
+    if aux not in data.names:
+        raise ParameterError(f"--aux {aux!r} is not a domain of {source}; its domains are {list(data.names)}")
+    info = resolve_seed(seed)
+    rows, guarantee, _ = publish_rows(data, aux, epsilon, max_len, info.seed)
+    cert = certificate(guarantee, info,
+                       input_desc={"source": str(source), "mechanism": "sdp", "domain": aux, "rows": data.n_users,
+                                   "max_len": max_len, "split": "train items only (validation and test items withheld)"},
+                       output_desc={"path": str(out), "files": [out.name, out.with_suffix(".user").name],
+                                    "format": "RecBole atomic", "interactions": int(np.count_nonzero(rows))})
+    write_published(out, rows, data, aux, cert)
+    click.echo(f"wrote {out} ({int(np.count_nonzero(rows)):,} interactions of {data.n_users:,} users), "
+               f"{out.with_suffix('.user').name} and {_certificate_path(out).name}")
     click.echo(guarantee.summary())
 
 

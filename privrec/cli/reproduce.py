@@ -26,7 +26,7 @@ def _command_line() -> str | None:
 
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
                 threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
-                report_only: bool = False) -> dict:
+                report_only: bool = False, sources: tuple[str, ...] = (), domain_field: str | None = None) -> dict:
     import torch
 
     from privrec.data.fetch import fetch
@@ -36,8 +36,20 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
     # DASL's ops are small: one thread avoids OpenMP spin-waits that stall badly on a busy machine
     torch.set_num_threads(threads or 1)
     log = lambda msg: click.echo(msg, err=True)  # noqa: E731
-    fetch("ml-1m")
     cfg = P.PriCDSRConfig(**P.QUICK) if quick else P.PriCDSRConfig()
+    data = None
+    if sources and (list(sources) != ["ml-1m"] or domain_field):
+        from privrec.data.crossdomain import load_cross_domain
+
+        data = load_cross_domain(sources, domain_field)
+        a, b = data.names
+        if "<-" in a + b:
+            raise P.ParameterError(f"domain names {data.names} must not contain '<-' (it separates target and "
+                                   "auxiliary domain); rename the values of the domain field")
+        label = " + ".join(sources) + (f" by {domain_field}" if domain_field else "")
+        cfg = replace(cfg, dataset=label, directions=(f"{a}<-{b}", f"{b}<-{a}"), table3_directions=(f"{a}<-{b}",))
+    else:
+        fetch("ml-1m")
     if seeds:
         cfg = replace(cfg, seeds=tuple(int(s) for s in seeds.split(",")))
     if epochs:
@@ -45,11 +57,12 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
     log(f"PriCDSR reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, "
         f"{cfg.train.epochs} epochs max, report in {out}")
     command = _command_line()
-    result = P.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress, train_missing=not report_only,
-                         keep_capped_states=not quick, command=command)
+    result = P.reproduce(cfg, out, log=log, data=data, resume=resume, add_progress=add_progress,
+                         train_missing=not report_only, keep_capped_states=not quick, command=command)
     rows = [P._row(s)[:2] + [P.pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)",
                                                                  "ndcg@10 (full)")] for s in result["summary"]]
-    click.echo(f"\nPriCDSR on ML-1M by genre, test split ({'quick: subsample, 1 seed' if quick else 'full'}):")
+    where = "ML-1M by genre" if data is None else cfg.dataset
+    click.echo(f"\nPriCDSR on {where}, test split ({'quick: subsample, 1 seed' if quick else 'full'}):")
     click.echo(text_table(["target ← aux", "model", "NDCG@10 sampled", "HR@10 sampled", "NDCG@10 full"], rows))
     click.echo(f"\nreport: {out}/results.md, plot: {out}/privacy_utility.png")
     return result
@@ -68,10 +81,17 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
                    "--seeds 1 --out reports/pricdsr-s1); only runs of the same configuration count. Repeatable.")
 @click.option("--report-only", is_flag=True,
               help="Train nothing: write the report from the finished runs, listing the missing ones.")
+@click.option("--data", "sources", multiple=True,
+              help="Your own data instead of ML-1M by genre: one file (.inter/.csv/.parquet) with --domain-field, "
+                   "or --data twice, one file per domain sharing the user id field (domains named by file stem).")
+@click.option("--domain-field", default=None, help="With one --data file: the column naming each row's domain "
+                                                   "(exactly two values).")
 def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, threads: int | None, resume: bool,
-            add_progress: tuple[str, ...], report_only: bool) -> None:
+            add_progress: tuple[str, ...], report_only: bool, sources: tuple[str, ...], domain_field: str | None) -> None:
     """PriCDSR Tables II-III analogs: DASL-single, DASL, PriCDSR-DASL on ML-1M split by genre.
 
     The full run (3 seeds, both directions, 6 epsilons) takes hours on a CPU; every finished
     training run is saved, so an interrupted run continues where it stopped."""
-    run_pricdsr(quick, out, seeds, epochs, threads, resume, add_progress, report_only)
+    if domain_field and not sources:
+        raise click.UsageError("--domain-field needs --data FILE")
+    run_pricdsr(quick, out, seeds, epochs, threads, resume, add_progress, report_only, sources, domain_field)

@@ -1,16 +1,17 @@
 """Two-domain sequential data: shared users, disjoint items, per-domain chronological
 sequences and leave-one-out splits.
 
-Build it from any interaction table with a domain attribute (``split_by_item``), from two
-tables sharing a user id field (``build``), or use the default instance: ML-1M split by genre
-(``ml1m_genre_domains``). The auxiliary domain's validation and test items are never part of
+Build it from any interaction table with a domain attribute (``split_by_item``,
+``split_by_column``), from two tables sharing a user id field (``build``), or use the default
+instance: ML-1M split by genre (``ml1m_genre_domains``). ``load_cross_domain`` does all three
+from dataset names and files (RecBole atomic, CSV, Parquet), as the command line does. The auxiliary domain's validation and test items are never part of
 what a mechanism publishes (:meth:`CrossDomainData.publishable_rows`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -156,7 +157,7 @@ def build(a: Interactions, b: Interactions, *, min_user: int = 5, min_item: int 
         keep_a, keep_b = new_a, new_b
         if not keep_a.any() or not keep_b.any():
             raise EmptyDataError(f"no user has >= {min_user} interactions in both domains after filtering items with "
-                                 f"< {min_item}; lower --min-user/--min-item")
+                                 f"< {min_item}; the data is too sparse (lower min_user/min_item of privrec.data.crossdomain.build)")
     raw_a = np.asarray(shared)[su_a[keep_a]]
     raw_b = np.asarray(shared)[su_b[keep_b]]
     user_ids, _ = IdMap.factorize(np.unique(raw_a), "user")
@@ -194,3 +195,39 @@ def align_published(rows: np.ndarray, row_users: np.ndarray | list, data: CrossD
         raise DataFormatError(f"the auxiliary file lacks {len(missing)} shared users (e.g. "
                               f"{data.users.decode(missing[:3]).tolist()})")
     return out
+
+
+def load_cross_domain(sources: str | Sequence[str], domain_field: str | None = None, *, min_user: int = 5,
+                      min_item: int = 5) -> CrossDomainData:
+    """Two-domain data from the command line's ``--data`` (and ``--domain-field``).
+
+    * ``"ml-1m"`` without ``domain_field``: the default instance (ML-1M split by genre);
+    * one file with ``domain_field``: a table whose column ``domain_field`` holds two values
+      (the domains' names);
+    * two files: one domain each, sharing the user id field (names: the file stems)."""
+    from privrec.data.tables import canonical_columns, load, load_file, read_table
+
+    sources = [sources] if isinstance(sources, str) else list(sources)
+    if len(sources) == 1 and domain_field is None:
+        if sources[0] != "ml-1m":
+            raise ParameterError(f"{sources[0]}: say which column names each row's domain (--domain-field), or give "
+                                 "two files, one per domain; only ml-1m has a built-in split (by genre)")
+        return ml1m_cross_domain(load("ml-1m"), min_user, min_item)
+    if len(sources) == 1:
+        from pathlib import Path
+
+        if not Path(sources[0]).is_file():
+            raise DataFormatError(f"{sources[0]}: --domain-field needs an interaction file (.inter, .csv, .parquet) "
+                                  "with that column")
+        frame = canonical_columns(read_table(sources[0]))
+        a, b = split_by_column(frame, domain_field, source=str(sources[0]))
+        return build(a, b, min_user=min_user, min_item=min_item)
+    if len(sources) == 2:
+        if domain_field is not None:
+            raise ParameterError("--domain-field splits one file; with two files each file is one domain")
+        a, b = (load_file(s) for s in sources)
+        if a.name == b.name:
+            raise ParameterError(f"both files are named {a.name!r}; the file stems name the domains, rename one")
+        return build(a, b, min_user=min_user, min_item=min_item)
+    raise ParameterError(f"cross-domain data comes from one file with a domain column or from two files, got "
+                         f"{len(sources)} sources")

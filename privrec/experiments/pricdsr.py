@@ -148,18 +148,17 @@ def read_published(path: str | Path, data: CrossDomainData, aux: str, max_len: i
     return align_published(rows, all_users, data, data.domain(aux).items)
 
 
-def write_published(folder: str | Path, rows: np.ndarray, data: CrossDomainData, aux: str, cert: dict) -> Path:
-    """Publish to disk: ``folder/NAME.inter`` + ``NAME.user`` (RecBole atomic, NAME = the
-    folder's name, so the folder is a RecBole dataset) and the certificate
-    ``NAME.inter.privacy.json``. Returns the ``.inter`` path."""
+def write_published(path: str | Path, rows: np.ndarray, data: CrossDomainData, aux: str, cert: dict) -> Path:
+    """Publish to disk: ``path`` (``.inter``) and its ``.user`` (RecBole atomic; name them
+    ``NAME/NAME.inter`` and the folder is a RecBole dataset), then the certificate
+    ``PATH.privacy.json``. Returns ``path``."""
     from privrec.utils.io import write_json_atomic
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    inter = folder / f"{folder.name}.inter"
-    export_atomic(rows, data, aux, inter)
-    write_json_atomic(inter.with_name(inter.name + ".privacy.json"), cert)
-    return inter
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    export_atomic(rows, data, aux, path)
+    write_json_atomic(path.with_name(path.name + ".privacy.json"), cert)
+    return path
 
 
 def subsample_users(data: CrossDomainData, max_users: int, seed: int) -> CrossDomainData:
@@ -203,6 +202,11 @@ def train_one(data: CrossDomainData, target: str, aux_rows: np.ndarray, variant:
 
 def _run_key(target: str, aux: str, variant: str, eps: float | None, seed: int) -> str:
     return f"{target}<-{aux}|{variant}|{eps}|{seed}"
+
+
+def _safe(name: str) -> str:
+    """``name`` as a file name: letters, digits, '.', '-'; anything else becomes '_'."""
+    return "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in name)
 
 
 def _fingerprint(cfg: PriCDSRConfig, data: CrossDomainData) -> str:
@@ -338,20 +342,21 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
             if guarantee is not None:
                 # publish to disk, then train on what the files say: the model sees exactly the
                 # released data (RecBole atomic files + certificate), nothing else
-                name = f"{aux}-eps{eps:g}-seed{seed}"
+                name = _safe(f"{aux}-eps{eps:g}-seed{seed}")
                 cert = certificate(guarantee, resolve_seed(seed),
                                    input_desc={"domain": aux, "rows": int(len(rows) - 1), "max_len": cfg.max_len,
                                                "split": "train items only (validation and test items withheld)"},
                                    output_desc={"folder": f"{published.name}/{name}", "format": "RecBole atomic",
                                                 "files": [f"{name}.inter", f"{name}.user"],
                                                 "interactions": int(np.count_nonzero(rows))})
-                rows = read_published(write_published(published / name, rows, data, aux, cert), data, aux, cfg.max_len)
+                inter = write_published(published / name / f"{name}.inter", rows, data, aux, cert)
+                rows = read_published(inter, data, aux, cfg.max_len)
                 certificates.setdefault(f"{aux}:{eps}", cert)
             key = _run_key(target, aux, variant, eps, seed)
             # the state file's name carries the configuration fingerprint and the run (variant, ε,
             # seed: its published rows are a deterministic function of these), so it never resumes
             # another run
-            state = states / (fingerprint + "-" + "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in key) + ".pt")
+            state = states / (fingerprint + "-" + _safe(key) + ".pt")
             if key in finished:
                 r = finished[key]
             elif not train_missing:
@@ -456,7 +461,7 @@ def markdown(result: dict) -> str:
     certs = result["certificates"]
     cert = certs.get(next((k for k in certs if k.endswith(f":{eps}")), ""), next(iter(certs.values()), None))
     lines = [
-        f"# PriCDSR on {cfg['dataset']} split by genre",
+        f"# PriCDSR on {cfg['dataset']}" + (" split by genre" if cfg["dataset"] == "ml-1m" else ""),
         "",
         f"Seeds {list(cfg['seeds'])}; mean ± std over seeds (sample std). Test metrics; epochs selected on "
         f"validation sampled NDCG@10. 'sampled' = ranked against 100 popularity-sampled negatives (paper protocol); "
@@ -512,10 +517,11 @@ def markdown(result: dict) -> str:
                   "- full certificates (every ε): `results.json` → `certificates`",
                   f"- published auxiliary data (RecBole atomic files + certificate per domain, ε and seed): "
                   f"`{result.get('published', 'OUT.published/')}` next to this report folder", ""]
-    lines += ["## Commands", "",
-              "Reproduce: `privrec reproduce pricdsr" + (" --quick" if cfg["max_users"] else "") + "`"
-              + ("" if cfg["max_users"] else " (each seed can run in its own process: `--seeds 1 --out DIR-s1`, "
-                 "then `--report-only --add-progress DIR-s1.progress.jsonl`)"), ""]
+    lines += ["## Commands", ""]
+    if cfg["dataset"] == "ml-1m":
+        lines += ["Reproduce: `privrec reproduce pricdsr" + (" --quick" if cfg["max_users"] else "") + "`"
+                  + ("" if cfg["max_users"] else " (each seed can run in its own process: `--seeds 1 --out DIR-s1`, "
+                     "then `--report-only --add-progress DIR-s1.progress.jsonl`)"), ""]
     if result.get("command"):
         lines += [f"This report was written by: `{result['command']}`", ""]
     lines += [f"Training time summed over the runs: {result.get('training_seconds', 0) / 3600:.1f} h of wall-clock "
