@@ -151,7 +151,7 @@ def guarantee(epsilon: float, n_items: int, max_len: int) -> Guarantee:
         valid=True,
         claimed=Claim(eps, 0.0, "PriCDSR Theorem 1",
                       "Case 2 misses swaps that turn into swaps with padding: [0,x,y] vs [0,y,x] reach e^(2 eps); "
-                      "every swap costs at most 2 eps (module doc)"),
+                      "every swap costs at most 2 eps (argument in privrec/privacy/sdp.py)"),
         accounting="exact enumeration of output probabilities on small domains (rows of length 3-5)",
         event=pure_dp_event(2 * eps),
         relation="replace_one",
