@@ -118,9 +118,12 @@ def test_atomic_export_round_trip_and_bad_files(data, tmp_path):
     (tmp_path / "dup.inter").write_text("\n".join(lines + [lines[1]]) + "\n")
     with pytest.raises(DataFormatError, match="same position"):
         P.read_published(tmp_path / "dup.inter", data, "B", 10)
-    (tmp_path / "aux.user").write_text("user_id:token\n" + "\n".join(data.users.tokens[2:]) + "\n")
-    with pytest.raises(DataFormatError, match="not in aux.user"):
-        P.read_published(tmp_path / "aux.inter", data, "B", 10)
+    # a .user that is a RecBole feature file listing more users: those the target does not know are ignored
+    (tmp_path / "aux.user").write_text("user_id:token\n" + "\n".join([*data.users.tokens[1:], "stranger"]) + "\n")
+    assert np.array_equal(P.read_published(tmp_path / "aux.inter", data, "B", 10), P.publish(data, "B", 2.0, 10, 1)[0])
+    (tmp_path / "half.inter").write_text(lines[0] + "\n" + lines[1].rsplit("\t", 1)[0] + "\t1.5\n")
+    with pytest.raises(ParameterError, match="whole positions"):
+        P.read_published(tmp_path / "half.inter", data, "B", 10)
 
 
 def _model(data, mode, encoder="stream"):
@@ -208,12 +211,12 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert saved["certificates"]["B:10.0"]["guarantee"]["epsilon"] == 20.0
     # each perturbed release is on disk as a RecBole dataset folder with its certificate
     for eps in (1.0, 10.0):
-        folder = tmp_path / "out.published" / f"B-eps{eps:g}-seed0"
+        folder = tmp_path / "out.published" / f"B-eps{eps}-seed0"
         inter = folder / f"{folder.name}.inter"
         assert np.array_equal(P.read_published(inter, data, "B", 10), P.publish(data, "B", eps, 10, 0)[0])
         cert = json.loads((folder / f"{folder.name}.inter.privacy.json").read_text())
         assert cert["guarantee"]["epsilon"] == 2 * eps and cert["output"]["files"][1] == f"{folder.name}.user"
-    assert sorted(p.name for p in (tmp_path / "out.published").iterdir()) == ["B-eps1-seed0", "B-eps10-seed0"]
+    assert sorted(p.name for p in (tmp_path / "out.published").iterdir()) == ["B-eps1.0-seed0", "B-eps10.0-seed0"]
     # every run here ended at its 1-epoch cap, so each keeps its state (a higher cap continues it)
     assert len(list((tmp_path / "out.state").iterdir())) == 4 and all(s["capped"] == 1 for s in result["summary"])
     assert "† the epoch cap" in md
@@ -242,7 +245,7 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert "Partial report: 8 of 12 training runs finished" in (tmp_path / "part" / "results.md").read_text()
     with pytest.raises(PrivrecError, match="no finished runs"):
         P.reproduce(replace(cfg, seeds=(5,)), tmp_path / "none", log=lambda m: None, data=data, train_missing=False)
-    assert not (tmp_path / "none").exists()
+    assert not (tmp_path / "none").exists() and not (tmp_path / "none.published").exists()
     with pytest.raises(PrivrecError, match="no such progress file"):
         P.reproduce(cfg, tmp_path / "out", log=lambda m: None, data=data, add_progress=[tmp_path / "nope"])
 
@@ -349,6 +352,6 @@ def test_reproduce_cli_on_your_own_file(tmp_path):
     saved = json.loads((out / "results.json").read_text())
     assert saved["config"]["directions"] == ["A<-B", "B<-A"] and saved["config"]["dataset"].endswith("by domain")
     assert {s["variant"] for s in saved["summary"]} == {"DASL-single", "DASL", "PriCDSR-DASL"}
-    assert (tmp_path / "rep.published" / "B-eps10-seed0" / "B-eps10-seed0.inter").is_file()
+    assert (tmp_path / "rep.published" / "B-eps10.0-seed0" / "B-eps10.0-seed0.inter").is_file()
     md = (out / "results.md").read_text()
-    assert md.startswith(f"# PriCDSR on {src} by domain") and "This report was written by" in md
+    assert md.startswith("# PriCDSR on shop.csv by domain") and "This report was written by" in md

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import click
+
+from privrec.errors import ParameterError
 
 
 @click.group()
@@ -16,7 +19,6 @@ def _command_line() -> str | None:
     """The command as typed (``privrec ...`` or ``python -m privrec ...``), else click's command path."""
     import shlex
     import sys
-    from pathlib import Path
 
     if sys.argv and Path(sys.argv[0]).name in ("privrec", "__main__.py"):
         return shlex.join(["privrec", *sys.argv[1:]])
@@ -43,10 +45,11 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 
         data = load_cross_domain(sources, domain_field)
         a, b = data.names
-        if "<-" in a + b:
-            raise P.ParameterError(f"domain names {data.names} must not contain '<-' (it separates target and "
-                                   "auxiliary domain); rename the values of the domain field")
-        label = " + ".join(sources) + (f" by {domain_field}" if domain_field else "")
+        if "<-" in a + b or P._safe(a).lower() == P._safe(b).lower():
+            raise ParameterError(f"domain names {data.names} must not contain '<-' and must differ as file names "
+                                   "(letters, digits, '.', '-'); rename the values of the domain field")
+        # file names only: the same data typed as another path resumes the same runs
+        label = " + ".join(Path(s).name for s in sources) + (f" by {domain_field}" if domain_field else "")
         cfg = replace(cfg, dataset=label, directions=(f"{a}<-{b}", f"{b}<-{a}"), table3_directions=(f"{a}<-{b}",))
     else:
         fetch("ml-1m")

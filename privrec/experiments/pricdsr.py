@@ -110,8 +110,9 @@ def export_atomic(rows: np.ndarray, data: CrossDomainData, aux: str, path: str |
 def read_published(path: str | Path, data: CrossDomainData, aux: str, max_len: int) -> np.ndarray:
     """Read an exported auxiliary file back into aligned rows (errors for unknown users/items).
 
-    Users listed in the sibling ``.user`` file without ``.inter`` lines get empty rows; without
-    a ``.user`` file every shared user must have at least one line."""
+    Shared users listed in the sibling ``.user`` file without ``.inter`` lines get empty rows
+    (users the target does not know are ignored there: a RecBole ``.user`` may be a feature
+    file); without it every shared user must have at least one line."""
     from privrec.data.atomic import read_atomic
     from privrec.data.crossdomain import align_published
 
@@ -127,16 +128,15 @@ def read_published(path: str | Path, data: CrossDomainData, aux: str, max_len: i
         raise ParameterError(f"{path}: items {bad} are not auxiliary-domain items")
     users = frame["user_id"].astype(str).to_numpy()
     listed = path.with_suffix(".user")
-    if listed.is_file():
-        all_users = read_atomic(listed, usecols=["user_id"])[0]["user_id"].astype(str).to_numpy()
-        stray = np.setdiff1d(users, all_users)
-        if len(stray):
-            raise DataFormatError(f"{path}: users {stray[:5].tolist()} are not in {listed.name}; the two files must "
-                                  "come from the same publication")
-    else:
-        all_users = np.unique(users)
-    all_users = np.unique(all_users)
-    pos = frame["timestamp"].to_numpy().astype(np.int64) - 1
+    all_users = np.unique(users)
+    if listed.is_file():                 # users published with an empty row; others are ignored
+        known = read_atomic(listed, usecols=["user_id"])[0]["user_id"].astype(str).to_numpy()
+        known = known[data.users.encode(known, strict=False) > 0]
+        all_users = np.union1d(all_users, known)
+    stamps = frame["timestamp"].to_numpy(dtype=np.float64)
+    if not np.isfinite(stamps).all() or (stamps % 1 != 0).any():
+        raise ParameterError(f"{path}: timestamps must be whole positions 1..{max_len} in the published row")
+    pos = stamps.astype(np.int64) - 1
     if (pos < 0).any() or (pos >= max_len).any():
         raise ParameterError(f"{path}: timestamps must be positions 1..{max_len}")
     code = np.searchsorted(all_users, users)
@@ -333,6 +333,8 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
         del finished[key]
     if finished:
         log(f"resuming: {len(finished)} finished runs read from {progress}")
+    if not train_missing and not any(_run_key(t, a, v, e, sd) in finished for sd in cfg.seeds for t, a, v, e in jobs):
+        raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
     runs: list[dict] = []
     missing: list[str] = []
     certificates: dict[str, dict] = {}
@@ -342,7 +344,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
             if guarantee is not None:
                 # publish to disk, then train on what the files say: the model sees exactly the
                 # released data (RecBole atomic files + certificate), nothing else
-                name = _safe(f"{aux}-eps{eps:g}-seed{seed}")
+                name = _safe(f"{aux}-eps{eps}-seed{seed}")
                 cert = certificate(guarantee, resolve_seed(seed),
                                    input_desc={"domain": aux, "rows": int(len(rows) - 1), "max_len": cfg.max_len,
                                                "split": "train items only (validation and test items withheld)"},

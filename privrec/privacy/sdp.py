@@ -17,15 +17,16 @@ position l depends only on the ids already output, so P[M(R) = A] = prod_l w_l /
 w_l = e^eps when A_l is the value the working row holds at l and 1 otherwise; two inputs
 differ only through the positions where their working rows differ.
 
+Follow both working rows. At a position holding the same value in both, the factors are
+equal and the rows stay one cell (value change) or one swap apart, possibly moved to later
+cells. At a differing cell the factors differ, by e^eps, only if the output is one of the two
+values there; that ends a value change (the rows become equal) and a swap too, unless that
+value is 0: padding is written, never swapped in, so the rows are left one cell apart, which
+can cost e^eps once more.
+
 * A value change of one cell costs at most eps, as Theorem 1 Case 1 says (tight).
-  Following both working rows: until the step at the differing cell they stay one cell apart
-  (a draw of either differing id is a swap in one row and a replacement in the other), with
-  equal factors; that step costs at most e^eps and makes them equal.
-* A swap costs up to 2 eps, not eps. Case 2 of the proof misses that a swap can turn into a
-  swap with padding, which the mechanism never undoes (0 is written, never swapped in):
-  rows [0,x,y] and [0,y,x] give output [x,0,y] with ratio e^{2 eps}. In general, steps before
-  the first differing cell keep the rows a swap apart with equal factors; that step costs at
-  most e^eps and leaves them equal or one cell apart, which costs at most e^eps more. Swaps in
+* A swap costs up to 2 eps, not eps: Case 2 of the proof misses swaps that turn into swaps
+  with padding. Rows [0,x,y] and [0,y,x] give output [x,0,y] with ratio e^{2 eps}. Swaps in
   rows without padding cost eps.
 * Any two rows of one user cost at most L*eps: each of the L factors lies in
   [e^-eps, e^eps] and every row has the same output support.
