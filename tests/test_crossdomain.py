@@ -355,3 +355,22 @@ def test_reproduce_cli_on_your_own_file(tmp_path):
     assert (tmp_path / "rep.published" / "B-eps10.0-seed0" / "B-eps10.0-seed0.inter").is_file()
     md = (out / "results.md").read_text()
     assert md.startswith("# PriCDSR on shop.csv by domain") and "This report was written by" in md
+
+
+def test_worker_processes_give_the_numbers_of_one_process(data, tmp_path):
+    cfg = P.PriCDSRConfig(max_len=10, window=4, embedding=8, seeds=(0,), epsilons=(10.0,), directions=("A<-B",),
+                          table3_directions=(), train=TrainConfig(epochs=2, batch_size=16, patience=1, progress=False))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)                          # as each worker (threads=1)
+    try:
+        one = P.reproduce(cfg, tmp_path / "one", log=lambda m: None, data=data)
+    finally:
+        torch.set_num_threads(threads)
+    logs = []
+    two = P.reproduce(cfg, tmp_path / "two", log=logs.append, data=data, workers=2)
+    assert any("in 2 worker processes" in m for m in logs)
+    assert [r["test"] for r in two["runs"]] == [r["test"] for r in one["runs"]]
+    assert [r["fit"]["history"] for r in two["runs"]] == [r["fit"]["history"] for r in one["runs"]]
+    assert len((tmp_path / "two.progress.jsonl").read_text().splitlines()) == 3
+    with pytest.raises(ParameterError, match="workers"):
+        P.reproduce(cfg, tmp_path / "bad", log=lambda m: None, data=data, workers=0)

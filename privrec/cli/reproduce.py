@@ -28,7 +28,8 @@ def _command_line() -> str | None:
 
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
                 threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
-                report_only: bool = False, sources: tuple[str, ...] = (), domain_field: str | None = None) -> dict:
+                report_only: bool = False, sources: tuple[str, ...] = (), domain_field: str | None = None,
+                jobs: int = 1) -> dict:
     import torch
 
     from privrec.data.fetch import fetch
@@ -61,7 +62,8 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
         f"{cfg.train.epochs} epochs max, report in {out}")
     command = _command_line()
     result = P.reproduce(cfg, out, log=log, data=data, resume=resume, add_progress=add_progress,
-                         train_missing=not report_only, keep_capped_states=not quick, command=command)
+                         train_missing=not report_only, keep_capped_states=not quick, command=command,
+                         workers=jobs, threads=threads or 1)
     rows = [P._row(s)[:2] + [P.pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)",
                                                                  "ndcg@10 (full)")] for s in result["summary"]]
     where = "ML-1M by genre" if data is None else cfg.dataset
@@ -76,7 +78,10 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 @click.option("--out", type=click.Path(file_okay=False), default="reports/pricdsr", show_default=True)
 @click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
-@click.option("--threads", type=int, default=None, help="torch CPU threads (default 1).")
+@click.option("--threads", type=int, default=None, help="torch CPU threads per training (default 1).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Train this many runs at once in worker processes (~1.5 GB memory each on ML-1M); "
+                   "the numbers are those of a one-process run.")
 @click.option("--resume/--no-resume", default=True, show_default=True,
               help="Reuse finished runs recorded in OUT.progress.jsonl by an earlier, interrupted run.")
 @click.option("--add-progress", "add_progress", multiple=True, type=click.Path(dir_okay=False, exists=True),
@@ -89,12 +94,13 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
                    "or --data twice, one file per domain sharing the user id field (domains named by file stem).")
 @click.option("--domain-field", default=None, help="With one --data file: the column naming each row's domain "
                                                    "(exactly two values).")
-def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, threads: int | None, resume: bool,
-            add_progress: tuple[str, ...], report_only: bool, sources: tuple[str, ...], domain_field: str | None) -> None:
+def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, threads: int | None, jobs: int,
+            resume: bool, add_progress: tuple[str, ...], report_only: bool, sources: tuple[str, ...],
+            domain_field: str | None) -> None:
     """PriCDSR Tables II-III analogs: DASL-single, DASL, PriCDSR-DASL on ML-1M split by genre.
 
     The full run (3 seeds, both directions, 6 epsilons) takes hours on a CPU; every finished
     training run is saved, so an interrupted run continues where it stopped."""
     if domain_field and not sources:
         raise click.UsageError("--domain-field needs --data FILE")
-    run_pricdsr(quick, out, seeds, epochs, threads, resume, add_progress, report_only, sources, domain_field)
+    run_pricdsr(quick, out, seeds, epochs, threads, resume, add_progress, report_only, sources, domain_field, jobs)

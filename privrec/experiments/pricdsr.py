@@ -273,7 +273,8 @@ def _append_progress(path: Path, fingerprint: str, key: str, run: dict) -> None:
 def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None] = print,
               data: CrossDomainData | None = None, resume: bool = True,
               add_progress: Sequence[str | Path] = (), train_missing: bool = True,
-              keep_capped_states: bool = True, command: str | None = None) -> dict:
+              keep_capped_states: bool = True, command: str | None = None, workers: int = 1,
+              threads: int = 1) -> dict:
     """Table II (both directions) and Table III (ε sweep) analogs, plot and report.
 
     ``keep_capped_states=False`` deletes the state of runs the epoch cap ended too (quick runs,
@@ -289,12 +290,17 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
 
     Each perturbed auxiliary release is written to ``OUT_DIR.published/AUX-epsE-seedS/`` (RecBole
     atomic ``.inter`` + ``.user`` and the certificate ``.inter.privacy.json``) and the model
-    trains on the rows read back from those files. ``command``: the command line, for the report."""
+    trains on the rows read back from those files. ``command``: the command line, for the report.
+
+    ``workers`` > 1 trains the missing runs in that many processes (``threads`` torch threads
+    each); every run is seeded on its own, so the numbers are those of a sequential run."""
     from privrec.utils.io import atomic_dir
 
     t0 = time.perf_counter()
     for e in (cfg.epsilon, *cfg.epsilons):
         check_epsilon(e)
+    if workers < 1 or threads < 1:
+        raise ParameterError(f"workers and threads must be >= 1, got {workers} and {threads}")
     if not cfg.seeds or len(set(cfg.seeds)) != len(cfg.seeds):
         raise ParameterError(f"seeds must be distinct and at least one, got {list(cfg.seeds)}")
     if data is None:
@@ -335,9 +341,11 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
         log(f"resuming: {len(finished)} finished runs read from {progress}")
     if not train_missing and not any(_run_key(t, a, v, e, sd) in finished for sd in cfg.seeds for t, a, v, e in jobs):
         raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
-    runs: list[dict] = []
     missing: list[str] = []
     certificates: dict[str, dict] = {}
+    results: dict[str, dict] = {}
+    order: list[tuple] = []                     # (key, state path) of every run, seed-major
+    pending: list[tuple] = []                   # runs to train: (key, target, aux, variant, eps, seed, rows, state)
     for seed in cfg.seeds:                      # seed-major: partial progress still fills whole tables
         for target, aux, variant, eps in jobs:
             rows, guarantee, _ = publish(data, aux, eps, cfg.max_len, seed)
@@ -359,24 +367,53 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
             # seed: its published rows are a deterministic function of these), so it never resumes
             # another run
             state = states / (fingerprint + "-" + _safe(key) + ".pt")
+            order.append((key, state))
             if key in finished:
-                r = finished[key]
+                results[key] = finished[key]
+                log(_result_line(finished[key]))
             elif not train_missing:
                 missing.append(key)
-                continue
             else:
                 if not resume:
                     state.unlink(missing_ok=True)
-                r = train_one(data, target, rows, variant, seed, cfg, log, state)
-                r.update(aux=aux, epsilon=eps)
-                _append_progress(progress, fingerprint, key, r)
-            # a capped run keeps its state (a higher cap continues it); this also removes a state
-            # left by a crash after its run was stored
-            if stopped_early(r, cfg.train) or not keep_capped_states:
-                state.unlink(missing_ok=True)
-            runs.append(r)
-            log(f"{variant:13s} {target}<-{aux} eps={eps} seed={seed}: " +
-                "  ".join(f"{k} {v:.4f}" for k, v in r["test"].items() if "@10" in k))
+                pending.append((key, target, aux, variant, eps, seed, rows, state))
+
+    def done(key: str, aux: str, eps: float | None, r: dict) -> None:
+        r.update(aux=aux, epsilon=eps)
+        _append_progress(progress, fingerprint, key, r)
+        results[key] = r
+        log(_result_line(r))
+
+    if workers > 1 and len(pending) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        quiet = replace(cfg, train=replace(cfg.train, progress=False))     # no interleaved progress bars
+        log(f"training {len(pending)} runs in {min(workers, len(pending))} worker processes")
+        with ProcessPoolExecutor(min(workers, len(pending)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_train_in_worker, data, target, rows, variant, seed, quiet, state, threads):
+                       (key, aux, eps) for key, target, aux, variant, eps, seed, rows, state in pending}
+            failed: BaseException | None = None
+            for future in as_completed(futures):      # a failed run does not discard the others
+                try:
+                    done(*futures[future], future.result())
+                except Exception as exc:  # noqa: BLE001 - re-raised below, after the others are stored
+                    log(f"{futures[future][0]}: failed: {exc}")
+                    failed = failed or exc
+            if failed is not None:
+                raise failed
+    else:
+        for key, target, aux, variant, eps, seed, rows, state in pending:
+            done(key, aux, eps, train_one(data, target, rows, variant, seed, cfg, log, state))
+    runs: list[dict] = []
+    for key, state in order:
+        if key not in results:
+            continue
+        # a capped run keeps its state (a higher cap continues it); this also removes a state
+        # left by a crash after its run was stored
+        if stopped_early(results[key], cfg.train) or not keep_capped_states:
+            state.unlink(missing_ok=True)
+        runs.append(results[key])
     if not runs:
         raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
     if states.is_dir():
@@ -395,6 +432,22 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
         write_report(tmp, result, markdown(result))
         plot(result, tmp / "privacy_utility.png")
     return result
+
+
+def _result_line(r: dict) -> str:
+    return (f"{r['variant']:13s} {r['target']}<-{r['aux']} eps={r['epsilon']} seed={r['seed']}: " +
+            "  ".join(f"{k} {v:.4f}" for k, v in r["test"].items() if "@10" in k))
+
+
+def _train_in_worker(data: CrossDomainData, target: str, rows: np.ndarray, variant: str, seed: int,
+                     cfg: PriCDSRConfig, state: Path, threads: int) -> dict:
+    """One training run in a worker process (``reproduce(workers=N)``); logs go to stderr."""
+    import sys
+
+    import torch
+
+    torch.set_num_threads(threads)
+    return train_one(data, target, rows, variant, seed, cfg, lambda m: print(m, file=sys.stderr, flush=True), state)
 
 
 def summarise(runs: list[dict], train: TrainConfig) -> list[dict]:
