@@ -64,6 +64,26 @@ def test_publish_sdp_on_ml1m_reads_back(movielens, tmp_path):
     assert cert["guarantee"]["epsilon"] == 20.0 and cert["randomness"]["source"] == "user"
 
 
+def test_publish_one_domain_of_ml1m_for_pricdsr(movielens, tmp_path):
+    """`privrec publish sdp ml-1m --aux drama`: the shared users' drama train rows, read back exactly."""
+    import json
+
+    import numpy as np
+
+    from privrec.cli import main
+    from privrec.data.crossdomain import load_cross_domain
+    from privrec.experiments import pricdsr as P
+
+    movielens("ml-1m")
+    out = tmp_path / "drama" / "drama.inter"
+    assert main(["publish", "sdp", "ml-1m", "--aux", "drama", "-o", str(out), "--epsilon", "10", "--seed", "3"]) == 0
+    data = load_cross_domain("ml-1m")
+    back = P.read_published(out, data, "drama", 50)
+    assert back.shape == (5777, 50) and np.array_equal(back, P.publish(data, "drama", 10.0, 50, 3)[0])
+    cert = json.loads(out.with_name(out.name + ".privacy.json").read_text())
+    assert cert["guarantee"]["epsilon"] == 20.0 and cert["input"]["rows"] == 5776
+
+
 @pytest.mark.slow
 def test_pricdsr_quick_reproduction(movielens, tmp_path):
     """`privrec reproduce pricdsr --quick` end to end on real ML-1M (minutes)."""
