@@ -281,6 +281,8 @@ def test_claim_check_pairs_runs_by_seed():
     assert single["difference"]["mean"] == pytest.approx(-0.025)
     assert single["relative"] == pytest.approx(-0.025 / 0.25) and single["ahead"] == 1
     assert dasl["seeds"] == [0] and dasl["difference"]["mean"] == pytest.approx(-0.05) and dasl["ahead"] == 0
+    # paired t over two seeds: t = -0.025 / (0.10607 / sqrt 2) = -1/3, df 1 (Cauchy): p = 1 - (2/pi) atan(1/3)
+    assert single["p_value"] == pytest.approx(0.7952, abs=1e-4) and dasl["p_value"] is None
 
 
 def test_bad_direction_and_epsilon_write_nothing(data, tmp_path):
