@@ -29,7 +29,7 @@ def _command_line() -> str | None:
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
                 threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
                 report_only: bool = False, sources: tuple[str, ...] = (), domain_field: str | None = None,
-                jobs: int = 1) -> dict:
+                jobs: int = 1, epsilons: str | None = None) -> dict:
     import torch
 
     from privrec.data.fetch import fetch
@@ -58,6 +58,12 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
         cfg = replace(cfg, seeds=tuple(int(s) for s in seeds.split(",")))
     if epochs:
         cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
+    if epsilons:
+        try:
+            values = tuple(float(e) for e in epsilons.split(","))
+        except ValueError:
+            raise ParameterError(f"--epsilons takes comma-separated numbers, got {epsilons!r}") from None
+        cfg = replace(cfg, epsilons=values)
     log(f"PriCDSR reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, "
         f"{cfg.train.epochs} epochs max, report in {out}")
     command = _command_line()
@@ -78,6 +84,9 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 @click.option("--out", type=click.Path(file_okay=False), default="reports/pricdsr", show_default=True)
 @click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
+@click.option("--epsilons", default=None,
+              help="Comma-separated ε of the Table III sweep (default 1,2,5,10,20,50; quick: 1,10,50). "
+                   "'--epsilons 10' trains Table II only; the finished runs count toward a later full sweep.")
 @click.option("--threads", type=int, default=None, help="torch CPU threads per training (default 1).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Train this many runs at once in worker processes (~1.5 GB memory each on ML-1M); "
@@ -94,7 +103,8 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
                    "or --data twice, one file per domain sharing the user id field (domains named by file stem).")
 @click.option("--domain-field", default=None, help="With one --data file: the column naming each row's domain "
                                                    "(exactly two values).")
-def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, threads: int | None, jobs: int,
+def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: str | None,
+            threads: int | None, jobs: int,
             resume: bool, add_progress: tuple[str, ...], report_only: bool, sources: tuple[str, ...],
             domain_field: str | None) -> None:
     """PriCDSR Tables II-III analogs: DASL-single, DASL, PriCDSR-DASL on ML-1M split by genre.
@@ -103,4 +113,5 @@ def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, thread
     training run is saved, so an interrupted run continues where it stopped."""
     if domain_field and not sources:
         raise click.UsageError("--domain-field needs --data FILE")
-    run_pricdsr(quick, out, seeds, epochs, threads, resume, add_progress, report_only, sources, domain_field, jobs)
+    run_pricdsr(quick, out, seeds, epochs, threads, resume, add_progress, report_only, sources, domain_field, jobs,
+                epsilons)
