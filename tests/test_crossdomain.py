@@ -357,6 +357,17 @@ def test_reproduce_cli_on_your_own_file(tmp_path):
     assert (tmp_path / "rep.published" / "B-eps10.0-seed0" / "B-eps10.0-seed0.inter").is_file()
     md = (out / "results.md").read_text()
     assert md.startswith("# PriCDSR on shop.csv by domain") and "This report was written by" in md
+    # --epsilons: Table II only (ε = 10), from the runs of the quick run above (6 + ε ∈ {1, 50}): nothing retrained
+    res = CliRunner().invoke(cli, ["reproduce", "pricdsr", "--quick", "--data", str(src), "--domain-field", "domain",
+                                   "--out", str(out), "--epsilons", "10"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    saved = json.loads((out / "results.json").read_text())
+    assert {s["epsilon"] for s in saved["summary"] if s["variant"] == "PriCDSR-DASL"} == {10.0}
+    assert "resuming: 8 finished runs" in res.output and "loss" not in res.output, res.output
+    from privrec.cli import main
+
+    assert main(["reproduce", "pricdsr", "--quick", "--out", str(tmp_path / "bad"), "--epsilons", "ten"]) == 2
+    assert not (tmp_path / "bad").exists()
 
 
 def test_worker_processes_give_the_numbers_of_one_process(data, tmp_path):
