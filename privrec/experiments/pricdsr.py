@@ -623,7 +623,7 @@ def plot(result: dict, path: Path) -> None:
             if ref:
                 ax.axhline(ref["test"]["ndcg@10 (sampled)"]["mean"], linestyle=style, color="k" if variant == "DASL" else "grey",
                            label=variant)
-        ax.set_xlabel("ε (SDP budget of the auxiliary domain)")
+        ax.set_xlabel("ε of the mechanism (paper's budget; certified ε-SDP = 2ε)")
         ax.set_ylabel("NDCG@10 (sampled, test)")
         ax.set_title(f"{target} ← {aux}")
         ax.legend()
