@@ -285,6 +285,27 @@ def test_claim_check_pairs_runs_by_seed():
     assert single["p_value"] == pytest.approx(0.7952, abs=1e-4) and dasl["p_value"] is None
 
 
+def test_sweep_check_pairs_every_epsilon_and_fits_the_trend_in_log_epsilon():
+    def run(variant, eps, seed, v):
+        return {"target": "A", "aux": "B", "variant": variant, "epsilon": eps, "seed": seed,
+                "test": {"ndcg@10 (sampled)": v}}
+    runs = [run("DASL-single", None, 0, 0.30), run("DASL-single", None, 1, 0.20), run("DASL", None, 0, 0.40),
+            run("PriCDSR-DASL", 1.0, 0, 0.31), run("PriCDSR-DASL", 1.0, 1, 0.19),
+            run("PriCDSR-DASL", 10.0, 0, 0.33), run("PriCDSR-DASL", 100.0, 0, 0.35),
+            {**run("PriCDSR-DASL", 10.0, 0, 0.9), "target": "B", "aux": "A"}]   # another direction: ignored
+    (s,) = P.sweep_check(runs, ("A<-B",), metrics=("ndcg@10 (sampled)",))
+    assert [(c["epsilon"], c["reference"]) for c in s["paired"]] == [
+        (1.0, "DASL-single"), (1.0, "DASL"), (10.0, "DASL-single"), (10.0, "DASL"), (100.0, "DASL-single"), (100.0, "DASL")]
+    assert s["paired"][0]["difference"]["values"] == pytest.approx([0.01, -0.01])
+    # y = 0.31, 0.19, 0.33, 0.35 at log10 eps = 0, 0, 1, 2: least squares by hand
+    x, y = np.array([0.0, 0, 1, 2]), np.array([0.31, 0.19, 0.33, 0.35])
+    slope = ((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum()
+    assert s["trend"]["slope_per_decade"] == pytest.approx(slope) and s["trend"]["runs"] == 4
+    assert 0 < s["trend"]["p_value"] < 1
+    assert P.sweep_check(runs[:4], ("A<-B",), metrics=("ndcg@10 (sampled)",))[0]["trend"] is None
+    assert "## The ε sweep" in "\n".join(P._sweep_markdown([s])) and P._sweep_markdown([]) == []
+
+
 def test_bad_direction_and_epsilon_write_nothing(data, tmp_path):
     cfg = P.PriCDSRConfig(directions=("A<-C",), seeds=(0,), train=TrainConfig(epochs=1, progress=False))
     with pytest.raises(PrivrecError, match="direction"):
