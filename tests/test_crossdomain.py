@@ -306,6 +306,20 @@ def test_sweep_check_pairs_every_epsilon_and_fits_the_trend_in_log_epsilon():
     assert "## The ε sweep" in "\n".join(P._sweep_markdown([s])) and P._sweep_markdown([]) == []
 
 
+def test_loss_rose_flags_a_blow_up_and_the_report_lists_every_run():
+    def run(losses, seed=0):
+        return {"target": "A", "aux": "B", "variant": "DASL", "epsilon": None, "seed": seed,
+                "test": {"ndcg@10 (sampled)": 0.3, "ndcg@10 (full)": 0.1},
+                "fit": {"best_epoch": 2, "epochs_run": len(losses), "stopped_early": True, "best_valid": None,
+                        "history": [{"epoch": i + 1, "loss": x} for i, x in enumerate(losses)]}}
+    calm, blown = run([3.0, 1.0, 1.1, 1.19]), run([3.0, 1.0, 1.1, 1.2], seed=1)
+    assert not P.loss_rose(calm) and P.loss_rose(blown) and not P.loss_rose(run([]))
+    (s,) = P.summarise([calm, blown], TrainConfig(patience=2))
+    assert s["loss_rose"] == 1 and s["runs"] == 2
+    table = "\n".join(P._runs_markdown([blown, calm]))
+    assert table.count("‡") == 2 and "1.00 → 1.20 ‡" in table and "1.00 → 1.19 |" in table
+
+
 def test_bad_direction_and_epsilon_write_nothing(data, tmp_path):
     cfg = P.PriCDSRConfig(directions=("A<-C",), seeds=(0,), train=TrainConfig(epochs=1, progress=False))
     with pytest.raises(PrivrecError, match="direction"):

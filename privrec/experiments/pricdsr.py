@@ -230,6 +230,17 @@ def stopped_early(run: dict, train: TrainConfig) -> bool:
     return fit["epochs_run"] // ev - fit["best_epoch"] // ev >= train.patience
 
 
+LOSS_RISE = 1.2
+
+
+def loss_rose(run: dict, factor: float = LOSS_RISE) -> bool:
+    """Did the training loss end at ≥ ``factor`` × its minimum over the run (an optimisation
+    blow-up, e.g. Adam at a high learning rate without gradient clipping)? The reported model is
+    the best validation epoch, so a rise after it only ends the run; the report flags such runs."""
+    losses = [e["loss"] for e in run["fit"].get("history", []) if e.get("loss") is not None]
+    return bool(losses) and losses[-1] >= factor * min(losses)
+
+
 def _reusable(run: dict, train: TrainConfig) -> bool:
     """A finished run counts under the cap ``train.epochs`` iff it stopped early within it, or it
     ran to exactly this cap (a run that hit a lower cap is continued from its state)."""
@@ -453,15 +464,18 @@ def _train_in_worker(data: CrossDomainData, target: str, rows: np.ndarray, varia
 
 def summarise(runs: list[dict], train: TrainConfig) -> list[dict]:
     """Test metrics per (direction, model, ε), mean ± std over seeds; ``capped`` counts the runs
-    that the epoch cap, not early stopping, ended."""
+    that the epoch cap, not early stopping, ended, ``loss_rose`` those whose training loss blew
+    up (:func:`loss_rose`)."""
     groups: dict[tuple, list[dict]] = {}
     capped: dict[tuple, int] = {}
+    rose: dict[tuple, int] = {}
     for r in runs:
         k = (r["target"], r["aux"], r["variant"], r["epsilon"])
         groups.setdefault(k, []).append(r["test"])
         capped[k] = capped.get(k, 0) + (not stopped_early(r, train))
+        rose[k] = rose.get(k, 0) + loss_rose(r)
     return [{"target": t, "aux": a, "variant": v, "epsilon": e, "runs": len(ms), "capped": capped[(t, a, v, e)],
-             "test": aggregate(ms)} for (t, a, v, e), ms in groups.items()]
+             "loss_rose": rose[(t, a, v, e)], "test": aggregate(ms)} for (t, a, v, e), ms in groups.items()]
 
 
 CLAIM_METRICS = ("ndcg@10 (sampled)", "ndcg@10 (full)")
@@ -612,6 +626,7 @@ def markdown(result: dict) -> str:
         "",
     ]
     lines += _sweep_markdown(result.get("sweep", []))
+    lines += _runs_markdown(result["runs"])
     lines += [
         "## Privacy certificate of the published auxiliary rows",
         "",
@@ -641,6 +656,27 @@ def _paired_cell(c: dict | None) -> str:
         return "–"
     p = "" if c.get("p_value") is None else f", p = {c['p_value']:.2f}"
     return f"{_signed(c['difference'])} ({c['ahead']} of {len(c['seeds'])}{p})"
+
+
+def _runs_markdown(runs: list[dict]) -> list[str]:
+    """One row per training run: where it stopped, its validation and test NDCG@10, and whether
+    its training loss blew up (the per-seed spread behind every mean above)."""
+    rows = []
+    for r in sorted(runs, key=lambda r: (r["target"], r["variant"] != "DASL-single", r["variant"] != "DASL",
+                                         r["epsilon"] or 0, r["seed"])):
+        f = r["fit"]
+        losses = [e["loss"] for e in f.get("history", [])]
+        rows.append([f"{r['target']} ← {r['aux']}", r["variant"], "–" if r["epsilon"] is None else f"{r['epsilon']:g}",
+                     str(r["seed"]), f"{f['best_epoch']} of {f['epochs_run']}",
+                     "–" if not f.get("best_valid") else f"{f['best_valid']['metrics']['ndcg@10']:.4f}",
+                     f"{r['test']['ndcg@10 (sampled)']:.4f}", f"{r['test']['ndcg@10 (full)']:.4f}",
+                     (f"{min(losses):.2f} → {losses[-1]:.2f}" if losses else "–") + (" ‡" if loss_rose(r) else "")])
+    return ["## Every run", "",
+            markdown_table(["target ← aux", "model", "ε", "seed", "best epoch", "valid NDCG@10", "test NDCG@10 sampled",
+                            "test NDCG@10 full", "train loss min → last"], rows), "",
+            f"‡ the training loss ended ≥ {LOSS_RISE:g}× its minimum (an optimisation blow-up); the model "
+            "reported is the best validation epoch, so a blow-up after it only ended the run, but one that came "
+            "before the model converged costs accuracy.", ""]
 
 
 def _sweep_markdown(sweep: list[dict]) -> list[str]:
