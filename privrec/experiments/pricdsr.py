@@ -719,7 +719,11 @@ def plot(result: dict, path: Path) -> None:
         if pts:
             xs = [p[0] for p in pts]
             ax.errorbar(xs, [p[1]["mean"] for p in pts], yerr=[p[1]["std"] for p in pts], marker="o",
-                        label="PriCDSR-DASL")
+                        label="PriCDSR-DASL (mean ± std)")
+            each = [(r["epsilon"], r["test"]["ndcg@10 (sampled)"]) for r in result["runs"]
+                    if (r["target"], r["aux"], r["variant"]) == (target, aux, "PriCDSR-DASL")]
+            ax.scatter([e for e, _ in each], [v for _, v in each], marker="x", color="tab:blue", alpha=0.5,
+                       label="one seed")      # a mean ± std hides a bimodal spread
             ax.set_xscale("log")
         for variant, style in (("DASL", "--"), ("DASL-single", ":")):
             ref = next((s for s in rel if s["variant"] == variant), None)
