@@ -306,18 +306,19 @@ def test_sweep_check_pairs_every_epsilon_and_fits_the_trend_in_log_epsilon():
     assert "## The ε sweep" in "\n".join(P._sweep_markdown([s])) and P._sweep_markdown([]) == []
 
 
-def test_loss_rose_flags_a_blow_up_and_the_report_lists_every_run():
-    def run(losses, seed=0):
+def test_loss_rise_epoch_finds_a_blow_up_after_the_minimum_and_the_report_lists_every_run():
+    def run(losses, seed=0, best=2):
         return {"target": "A", "aux": "B", "variant": "DASL", "epsilon": None, "seed": seed,
                 "test": {"ndcg@10 (sampled)": 0.3, "ndcg@10 (full)": 0.1},
-                "fit": {"best_epoch": 2, "epochs_run": len(losses), "stopped_early": True, "best_valid": None,
+                "fit": {"best_epoch": best, "epochs_run": len(losses), "stopped_early": True, "best_valid": None,
                         "history": [{"epoch": i + 1, "loss": x} for i, x in enumerate(losses)]}}
-    calm, blown = run([3.0, 1.0, 1.1, 1.19]), run([3.0, 1.0, 1.1, 1.2], seed=1)
-    assert not P.loss_rose(calm) and P.loss_rose(blown) and not P.loss_rose(run([]))
-    (s,) = P.summarise([calm, blown], TrainConfig(patience=2))
-    assert s["loss_rose"] == 1 and s["runs"] == 2
-    table = "\n".join(P._runs_markdown([blown, calm]))
-    assert table.count("‡") == 2 and "1.00 → 1.20 ‡" in table and "1.00 → 1.19 |" in table
+    calm, blown = run([3.0, 1.0, 1.1, 1.19]), run([3.0, 1.0, 1.1, 1.2, 5.0], seed=1)
+    early = run([3.0, 1.0, 1.3, 1.1], seed=2, best=4)         # rose at 3, recovered: best epoch 4 came after
+    assert P.loss_rise_epoch(calm) is None and P.loss_rise_epoch(run([])) is None
+    assert P.loss_rise_epoch(blown) == 4 and P.loss_rise_epoch(early) == 3     # epoch 1's high loss is no rise
+    table = "\n".join(P._runs_markdown([blown, calm, early]))
+    assert "| 1.00 → 5.00 | 4 ‡ |" in table and "| 1.00 → 1.19 | – |" in table
+    assert "| 3 ‡ (before the best) |" in table
 
 
 def test_bad_direction_and_epsilon_write_nothing(data, tmp_path):
