@@ -12,10 +12,9 @@ import argparse
 import time
 
 import numpy as np
+from _timing import timed
 
 from privrec.privacy import fedcodec as F
-
-from _timing import timed
 
 
 def main() -> None:
@@ -57,7 +56,7 @@ def main() -> None:
     print(f"d = {d:,} coordinates, gradient ~ N(0, 0.01^2), clip tau = {tau}, RMS(clipped) = {rms:.4g}; "
           f"median of {args.repeats} runs; guarantees at delta = 1e-6 where the accountant is tighter\n")
     print("| codec | eps (param) | b | coords sent | encode s | decode s | mean(decoded - truth) | "
-          "z = mean/SE | RMSE / RMS(truth) | true eps, 1 upload | true eps, %d rounds | guarantee s |" % T)
+          f"z = mean/SE | RMSE / RMS(truth) | true eps, 1 upload | true eps, {T} rounds | guarantee s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, eps, b, k, te, td, bias, z, rel, one, tot, tg in rows:
         def fmt(gu):

@@ -23,7 +23,6 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-
 from _timing import timed
 
 

@@ -19,7 +19,6 @@ import argparse
 import math
 
 import numpy as np
-
 from _timing import timed
 
 

@@ -7,6 +7,6 @@ Layers (one folder each): ``data`` (datasets, preprocessing, splits) ->
 
 __version__ = "0.1.0"
 
-from privrec.errors import PrivrecError  # noqa: E402
+from privrec.errors import PrivrecError
 
 __all__ = ["PrivrecError", "__version__"]

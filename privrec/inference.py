@@ -29,7 +29,7 @@ class TrainedModel:
     meta: dict
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "TrainedModel":
+    def load(cls, path: str | os.PathLike) -> TrainedModel:
         payload = read_checkpoint(path)
         return cls(
             model=model_from_checkpoint(payload),

@@ -10,8 +10,14 @@ import pandas as pd
 import pytest
 import torch
 
-from privrec.data.crossdomain import (align_published, build, load_cross_domain, ml1m_genre_domains, split_by_column,
-                                      split_by_item)
+from privrec.data.crossdomain import (
+    align_published,
+    build,
+    load_cross_domain,
+    ml1m_genre_domains,
+    split_by_column,
+    split_by_item,
+)
 from privrec.data.interactions import Interactions
 from privrec.errors import DataFormatError, EmptyDataError, ParameterError, PrivrecError
 from privrec.experiments import pricdsr as P

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return 130
-    except Exception as exc:  # noqa: BLE001 - last-resort message for the CLI
+    except Exception as exc:
         if debug:
             raise
         click.echo(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)

@@ -40,10 +40,9 @@ def train(model, dataset, protocol, split, max_len, window, epochs, batch_size, 
     import shutil
 
     from privrec.experiments import sequential as seq
-    from privrec.experiments.report import text_table
+    from privrec.experiments.report import text_table, write_report
     from privrec.training.trainer import TrainConfig
     from privrec.utils.io import atomic_dir
-    from privrec.experiments.report import write_report
 
     preset = seq.PROTOCOLS[protocol]
     cfg = seq.SequentialConfig(
@@ -55,7 +54,7 @@ def train(model, dataset, protocol, split, max_len, window, epochs, batch_size, 
         eval=eval_config(eval_mode, negatives, sampler, mask_history), seeds=parse_seeds(seeds),
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
-    log = lambda msg: click.echo(msg, err=True)  # noqa: E731
+    log = lambda msg: click.echo(msg, err=True)
     state_dir = Path(str(out_dir).rstrip("/") + ".state")   # per-epoch training state: a killed run resumes
     with atomic_dir(out_dir) as tmp:
         result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir)
@@ -75,10 +74,10 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, see
     """Re-evaluate a saved model on its dataset's split (e.g. with sampled ranking)."""
     import numpy as np
 
+    from privrec.data.preprocess import Preprocessing
     from privrec.evaluation.evaluator import evaluate as run_eval
     from privrec.experiments import sequential as seq
     from privrec.experiments.report import text_table
-    from privrec.data.preprocess import Preprocessing
     from privrec.inference import TrainedModel
     from privrec.training.tasks import SequenceTask
 

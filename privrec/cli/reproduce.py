@@ -38,7 +38,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 
     # DASL's ops are small: one thread avoids OpenMP spin-waits that stall badly on a busy machine
     torch.set_num_threads(threads or 1)
-    log = lambda msg: click.echo(msg, err=True)  # noqa: E731
+    log = lambda msg: click.echo(msg, err=True)
     cfg = P.PriCDSRConfig(**P.QUICK) if quick else P.PriCDSRConfig()
     data = None
     if sources and (list(sources) != ["ml-1m"] or domain_field):

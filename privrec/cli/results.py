@@ -29,7 +29,7 @@ def merge(files: tuple[str, ...], out: str) -> None:
         try:
             loaded.append(json.loads(Path(f).read_text(encoding="utf-8")))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataFormatError(f"{f}: not a results.json ({exc}); pass the results.json written by `privrec train`")
+            raise DataFormatError(f"{f}: not a results.json ({exc}); pass the results.json written by `privrec train`") from None
     merged = seq.merge_seeds(loaded)
     write_report(out, merged, seq.markdown(merged))
     click.echo(f"{merged['protocol']}, test split, seeds {merged['config']['seeds']}:")

@@ -10,8 +10,8 @@ what a mechanism publishes (:meth:`CrossDomainData.publishable_rows`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd

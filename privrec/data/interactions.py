@@ -7,8 +7,8 @@ interaction), features are small per-user / per-item DataFrames indexed by code.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,7 @@ class IdMap:
     kind: str = "id"
 
     @classmethod
-    def factorize(cls, raw: Sequence | np.ndarray | pd.Series, kind: str = "id") -> tuple["IdMap", np.ndarray]:
+    def factorize(cls, raw: Sequence | np.ndarray | pd.Series, kind: str = "id") -> tuple[IdMap, np.ndarray]:
         """Codes for ``raw`` values (sorted order of the distinct tokens, starting at 1)."""
         codes, uniques = pd.factorize(pd.Series(raw, dtype=str), sort=True)
         tokens = np.concatenate([np.array([PAD_TOKEN], dtype=object), np.asarray(uniques, dtype=object)])
@@ -58,7 +58,7 @@ class IdMap:
     def decode(self, codes: np.ndarray | Sequence[int]) -> np.ndarray:
         return self.tokens[np.asarray(codes, dtype=np.int64)]
 
-    def subset(self, keep_codes: np.ndarray) -> tuple["IdMap", np.ndarray]:
+    def subset(self, keep_codes: np.ndarray) -> tuple[IdMap, np.ndarray]:
         """A map for the (sorted) ``keep_codes`` and the old->new code table (0 for dropped)."""
         keep = np.unique(np.asarray(keep_codes, dtype=np.int64))
         keep = keep[keep > 0]
@@ -101,7 +101,7 @@ class Interactions:
         item_features: pd.DataFrame | None = None,
         name: str = "interactions",
         source: str = "<table>",
-    ) -> "Interactions":
+    ) -> Interactions:
         """Build from a raw table. Features are indexed by raw id (their first column if not)."""
         if len(frame) == 0:
             raise EmptyDataError(f"{source}: no interactions (0 rows)")
@@ -160,7 +160,7 @@ class Interactions:
         return pd.DataFrame(data)
 
     # ------------------------------------------------------------------ row selection
-    def take(self, rows: np.ndarray) -> "Interactions":
+    def take(self, rows: np.ndarray) -> Interactions:
         """Rows by boolean mask or index array (id maps unchanged; call :meth:`compact` after)."""
         return replace(
             self,
@@ -169,7 +169,7 @@ class Interactions:
             rating=None if self.rating is None else self.rating[rows],
         )
 
-    def compact(self) -> "Interactions":
+    def compact(self) -> Interactions:
         """Re-code users and items to ``1..n`` over the ids that still occur (features follow)."""
         if len(self) == 0:
             raise EmptyDataError(f"{self.name}: no interactions left to re-index")

@@ -35,13 +35,13 @@ class Sequences:
         return np.repeat(np.arange(self.n_rows, dtype=np.int32), self.lengths)
 
     @classmethod
-    def from_rows(cls, rows: list[np.ndarray] | list[list[int]]) -> "Sequences":
+    def from_rows(cls, rows: list[np.ndarray] | list[list[int]]) -> Sequences:
         lengths = np.array([len(r) for r in rows], dtype=np.int64)
         indptr = np.concatenate([[0], np.cumsum(lengths)])
         items = np.concatenate([np.asarray(r, dtype=np.int32) for r in rows]) if len(rows) else np.zeros(0, np.int32)
         return cls(indptr, items.astype(np.int32))
 
-    def take_slices(self, start: np.ndarray, stop: np.ndarray) -> "Sequences":
+    def take_slices(self, start: np.ndarray, stop: np.ndarray) -> Sequences:
         """Row ``u`` becomes ``row(u)[start[u]:stop[u]]`` (offsets relative to each row)."""
         start = np.asarray(start, dtype=np.int64)
         stop = np.asarray(stop, dtype=np.int64)
@@ -50,7 +50,7 @@ class Sequences:
         src = np.repeat(self.indptr[:-1] + start - indptr[:-1], lengths) + np.arange(indptr[-1])
         return Sequences(indptr, self.items[src])
 
-    def take_rows(self, rows: np.ndarray) -> "Sequences":
+    def take_rows(self, rows: np.ndarray) -> Sequences:
         """A new CSR whose row ``i`` is ``row(rows[i])``."""
         rows = np.asarray(rows, dtype=np.int64)
         lengths = self.lengths[rows]
@@ -58,7 +58,7 @@ class Sequences:
         src = np.repeat(self.indptr[rows] - indptr[:-1], lengths) + np.arange(indptr[-1])
         return Sequences(indptr, self.items[src])
 
-    def concat(self, other: "Sequences") -> "Sequences":
+    def concat(self, other: Sequences) -> Sequences:
         """Row-wise concatenation ``row(u) + other.row(u)``."""
         if other.n_rows != self.n_rows:
             raise ValueError("row counts differ")

@@ -8,8 +8,9 @@ pure functions of :mod:`privrec.evaluation.metrics`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Iterator, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch

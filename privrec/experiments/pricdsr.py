@@ -13,9 +13,9 @@ selected on validation (sampled NDCG@10) only; mean ± std over seeds.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -413,7 +413,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
             for future in as_completed(futures):      # a failed run does not discard the others
                 try:
                     done(*futures[future], future.result())
-                except Exception as exc:  # noqa: BLE001 - re-raised below, after the others are stored
+                except Exception as exc:
                     log(f"{futures[future][0]}: failed: {exc}")
                     failed = failed or exc
             if failed is not None:

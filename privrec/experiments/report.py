@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
 def text_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
     rows = [[str(c) for c in r] for r in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h)) for i, h in enumerate(header)]
-    fmt = "  ".join("{:<%d}" % w for w in widths)
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return "\n".join([fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows])
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 from privrec.data.interactions import Interactions
 from privrec.data.preprocess import Preprocessing, preprocess

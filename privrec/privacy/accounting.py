@@ -115,8 +115,11 @@ def calibrate_gaussian(target_epsilon: float, target_delta: float, count: int = 
     Calibrated with the PLD accountant (the tighter one for Gaussians), so the epsilon that
     :func:`epsilon` reports for the result is at most ``target_epsilon``.
     """
-    from dp_accounting.mechanism_calibration import (ExplicitBracketInterval, LowerEndpointAndGuess,
-                                                     calibrate_dp_mechanism)
+    from dp_accounting.mechanism_calibration import (
+        ExplicitBracketInterval,
+        LowerEndpointAndGuess,
+        calibrate_dp_mechanism,
+    )
 
     rel = _relation(relation)
     # RDP is looser, so its multiplier bounds the PLD one from above; search PLD below it

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Hashable, Sequence
 
 import numpy as np
 from scipy import stats

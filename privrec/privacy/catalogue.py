@@ -7,7 +7,7 @@ correct mechanism's bound stays below its true epsilon; a mis-calibrated one is 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -52,8 +52,9 @@ is itself one user's raw value.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import Literal
 
 import dp_accounting
 import numpy as np

@@ -61,8 +61,9 @@ converted to NumPy (outputs are NumPy).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import dp_accounting
 import numpy as np
@@ -70,8 +71,13 @@ import numpy as np
 from privrec.errors import ParameterError
 from privrec.privacy import accounting
 from privrec.privacy.guarantee import Claim, Guarantee
-from privrec.privacy.validate import (check_delta, check_epsilon, check_finite_array, check_positive_int,
-                                      check_positive_number)
+from privrec.privacy.validate import (
+    check_delta,
+    check_epsilon,
+    check_finite_array,
+    check_positive_int,
+    check_positive_number,
+)
 
 Noise = Literal["integer", "continuous"]
 EpsilonPer = Literal["upload", "coordinate"]

@@ -52,14 +52,14 @@ class Guarantee:
     accounting: str = "closed form"
     event: Any = None                       # dp_accounting DpEvent when the cost fits its model
     relation: str | None = None             # dp_accounting neighbouring relation of `event`
-    related: tuple["Guarantee", ...] = ()   # the same run under other units (e.g. user level)
+    related: tuple[Guarantee, ...] = ()   # the same run under other units (e.g. user level)
     notes: tuple[str, ...] = ()
 
     @property
     def is_private(self) -> bool:
         return math.isfinite(self.epsilon) and self.delta < 1.0
 
-    def with_related(self, *others: "Guarantee") -> "Guarantee":
+    def with_related(self, *others: Guarantee) -> Guarantee:
         return replace(self, related=self.related + tuple(others))
 
     def summary(self) -> str:

@@ -21,7 +21,7 @@ from privrec.privacy.guarantee import Guarantee
 class Ledger:
     entries: list[Guarantee] = field(default_factory=list)
 
-    def add(self, guarantee: Guarantee, count: int = 1) -> "Ledger":
+    def add(self, guarantee: Guarantee, count: int = 1) -> Ledger:
         self.entries.extend([guarantee] * count)
         return self
 

@@ -63,8 +63,7 @@ from privrec.errors import ParameterError
 from privrec.privacy import accounting
 from privrec.privacy.alternatives import check_alternative_map, is_involution, map_statistics, preimage_counts
 from privrec.privacy.guarantee import Claim, Guarantee
-from privrec.privacy.validate import (as_int_array, check_epsilon, check_id_matrix, check_positive_int,
-                                      check_probability)
+from privrec.privacy.validate import as_int_array, check_epsilon, check_id_matrix, check_positive_int, check_probability
 
 MECHANISM = "mu-lim-rr"
 DEFINITION = "Bayesian posterior-odds bound (uniform prior)"

@@ -8,8 +8,9 @@ and the evaluator only move batches between them. One task per kind of data:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -134,7 +135,7 @@ class CrossDomainTask(_SplitEvaluation):
     as the auxiliary domain's own training sequences. Rows are position-aligned (PriCDSR).
     """
 
-    data: "CrossDomainData"
+    data: CrossDomainData
     target: str
     aux_rows: np.ndarray
     max_len: int = 50
