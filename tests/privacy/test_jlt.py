@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from scipy import stats
 
 from privrec.errors import ParameterError
-from privrec.privacy import accounting, jlt
 from privrec.privacy import _reference_jlt as ref
+from privrec.privacy import accounting, jlt
 from privrec.privacy.audit import audit_discrete, audit_threshold
 from privrec.privacy.fwht import fwht, next_pow2, pad_to_pow2
 
@@ -54,10 +54,10 @@ def test_fwht_dtypes_inplace_sparse_padding_and_errors():
     x = np.arange(8, dtype=np.float32)
     y = fwht(x)
     assert y.dtype == np.float32 and np.array_equal(x, np.arange(8, dtype=np.float32))
-    np.testing.assert_allclose(y, x @ (scipy.linalg.hadamard(8) / math.sqrt(8)), rtol=1e-6)
+    np.testing.assert_allclose(y, x @ (scipy.linalg.hadamard(8) / math.sqrt(8)), rtol=1e-6, atol=1e-6)  # float32: exact zeros vs ±2e-16
     z = np.arange(16, dtype=np.float64).reshape(2, 8)
     assert fwht(z, inplace=True) is z
-    np.testing.assert_allclose(fwht(np.arange(4)), fwht(np.arange(4.0)))            # ints -> float64
+    np.testing.assert_allclose(fwht(np.arange(4)), fwht(np.arange(4.0)), atol=1e-12)            # ints -> float64
     s = sp.csr_matrix(np.array([[0, 2.0, 0], [1.0, 0, 3.0]]))
     np.testing.assert_array_equal(pad_to_pow2(s), [[0, 2, 0, 0], [1, 0, 3, 0]])
     with pytest.raises(ParameterError, match="power-of-two"):
