@@ -72,3 +72,21 @@ def test_bad_extension_and_empty_csv(tmp_path):
     e.write_text("")
     with pytest.raises(DataFormatError, match="empty"):
         load_file(e)
+
+
+def test_item_texts_read_titles_years_and_genres(tmp_path):
+    import pandas as pd
+
+    from privrec.data.interactions import Interactions
+    from privrec.data.text import item_texts
+
+    frame = pd.DataFrame({"user_id": ["u1", "u1", "u2"], "item_id": ["1", "2", "3"], "timestamp": [1.0, 2.0, 3.0]})
+    feats = pd.DataFrame({"item_id": ["1", "2", "3"], "movie_title": [["Toy", "Story"], "Heat", None],
+                          "release_year": [1995.0, 1995.0, None], "class": [["Animation", "Comedy"], "Crime", "Drama"]})
+    inter = Interactions.from_frame(frame, item_features=feats)
+    assert item_texts(inter) == ["Toy Story (1995)", "Heat (1995)", "3"]         # missing title: the raw id
+    assert item_texts(inter, genres=True)[:2] == ["Toy Story (1995), Animation, Comedy", "Heat (1995), Crime"]
+    bare = Interactions.from_frame(frame)
+    assert item_texts(bare) == ["1", "2", "3"]
+    with pytest.raises(DataFormatError, match="title"):
+        item_texts(bare, require_title=True)

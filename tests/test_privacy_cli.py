@@ -77,3 +77,23 @@ def test_audit_flags_the_broken_claims_and_respects_the_correct_ones():
     assert not ok.violates_claim
     res = _run("audit", "sdp", "--samples", "20000")
     assert res.exit_code == 0 and "CLAIM VIOLATED" in res.output and "true epsilon of this setting: 2" in res.output
+
+
+def test_publish_features_keeps_every_user(tmp_path):
+    """The README's `publish features` crashed with an off-by-one that dropped the last user."""
+    import pandas as pd
+
+    from privrec.cli import main
+
+    frame = pd.DataFrame({"user_id": ["a", "b", "c"], "item_id": ["1", "2", "1"], "timestamp": [1.0, 2.0, 3.0]})
+    users = pd.DataFrame({"user_id": ["a", "b", "c"], "age": [25.0, 35.0, 56.0], "gender": ["F", "M", "F"],
+                          "occupation": [1.0, 4.0, 20.0]})
+    from privrec.data.atomic import write_atomic
+
+    write_atomic(frame, tmp_path / "d.inter", {"user_id": "token", "item_id": "token", "timestamp": "float"})
+    write_atomic(users, tmp_path / "d.user", {"user_id": "token", "age": "float", "gender": "token",
+                                              "occupation": "float"})
+    out = tmp_path / "out" / "users.parquet"
+    assert main(["publish", "features", str(tmp_path / "d.inter"), "-o", str(out), "--epsilon", "4", "--seed", "0"]) == 0
+    published = pd.read_parquet(out)
+    assert published["user_id"].tolist() == ["a", "b", "c"]

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -17,6 +18,37 @@ def test_windows_cover_every_target_once_without_prefix_augmentation():
     assert (inputs[targets == 0] == 0).all()            # padding aligned
     last_only = next_item_windows(seqs, max_len=5, mode="last")
     assert len(last_only[0]) == 3                        # one window per user with >= 2 items
+
+
+@pytest.mark.parametrize("stride", [1, 2, 3, 5])
+def test_strided_windows_give_every_target_once_with_at_least_max_len_minus_stride_context(stride):
+    rows = [[]] + [list(range(100 * u + 1, 100 * u + 1 + n)) for u, n in enumerate([1, 2, 7, 12, 30], start=1)]
+    seqs = Sequences.from_rows(rows)
+    inputs, targets, users = next_item_windows(seqs, max_len=5, stride=stride)
+    seen = []
+    for x, t, u in zip(inputs, targets, users):
+        row = rows[u]
+        for j in np.flatnonzero(t):
+            p = row.index(int(t[j]))                             # absolute position of the target
+            context = [int(v) for v in x[:j + 1] if v]
+            assert context == row[p - len(context):p]             # the items right before it, in order
+            assert len(context) >= min(p, 5 - stride + 1)          # > L - stride items (or all there are)
+            seen.append((u, p))
+    assert sorted(seen) == sorted((u, p) for u, r in enumerate(rows) for p in range(1, len(r)))   # each target once
+    if stride == 1:                                              # RecBole's prefixes: one window per target
+        assert len(inputs) == sum(max(len(r) - 1, 0) for r in rows) and ((targets > 0).sum(1) == 1).all()
+    if stride == 5:                                              # = the default, non-overlapping windows
+        default = next_item_windows(seqs, max_len=5)
+        assert all(np.array_equal(a, b) for a, b in zip(default, (inputs, targets, users)))
+
+
+def test_stride_is_validated():
+    from privrec.errors import ParameterError
+
+    seqs = Sequences.from_rows([[], [1, 2, 3]])
+    for bad in (0, 6):
+        with pytest.raises(ParameterError, match="stride"):
+            next_item_windows(seqs, max_len=5, stride=bad)
 
 
 @pytest.mark.parametrize("name", ["sasrec", "gru4rec"])

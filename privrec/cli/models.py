@@ -14,17 +14,26 @@ from privrec.models import MODELS
 @click.command()
 @click.argument("model", type=click.Choice(sorted(m for m in MODELS if m != "dasl"), case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
-@click.option("--protocol", type=click.Choice(["recbole", "raw"]), default="recbole", show_default=True,
-              help="recbole: rating>=3, 10-core, leave-one-out, max length 50. raw: no filtering.")
+@click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw"]), default="recbole",
+              show_default=True,
+              help="recbole: RecBole's leaderboard protocol (rating>=3, 10-core, leave-one-out, max length 50, full "
+                   "ranking with the history NOT masked); recbole-masked: the same with history masked; raw: no "
+                   "filtering, history masked.")
 @click.option("--split", type=click.Choice(["leave_one_out", "temporal_fraction"]), default=None,
               help="Override the protocol's split.")
-@click.option("--max-len", type=int, default=None, help="Override the protocol's maximum sequence length.")
+@click.option("--max-len", type=click.IntRange(min=1), default=None,
+              help="Override the protocol's maximum sequence length.")
 @click.option("--window", type=click.Choice(["all", "last"]), default="all", show_default=True,
-              help="Train on every interaction (non-overlapping windows) or only each user's last window.")
-@click.option("--epochs", type=int, default=200, show_default=True)
-@click.option("--batch-size", type=int, default=256, show_default=True)
+              help="Train on every interaction or only each user's last window.")
+@click.option("--stride", type=click.IntRange(min=1), default=None,
+              help="Training windows overlap: one every STRIDE targets, loss on their last STRIDE positions, so every "
+                   "target has >= max_len - STRIDE items of context (default max_len: non-overlapping windows; 1: every "
+                   "prefix a sample, as RecBole trains, max_len times the work per epoch).")
+@click.option("--epochs", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--lr", type=float, default=1e-3, show_default=True)
-@click.option("--patience", type=int, default=10, show_default=True, help="Validations without improvement.")
+@click.option("--patience", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Validations without improvement.")
 @click.option("--select", "select_metric", default="ndcg@10", show_default=True, help="Validation metric.")
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds; mean ± std is reported.")
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
@@ -34,24 +43,33 @@ from privrec.models import MODELS
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder (default runs/<model>-<dataset>).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def train(model, dataset, protocol, split, max_len, window, epochs, batch_size, lr, patience, select_metric, seeds,
-          assignments, device, eval_mode, negatives, sampler, mask_history, out, quiet) -> None:
+def train(model, dataset, protocol, split, max_len, window, stride, epochs, batch_size, lr, patience, select_metric,
+          seeds, assignments, device, eval_mode, negatives, sampler, mask_history, ks, out, quiet) -> None:
     """Train MODEL with early stopping on validation; test once; write a report and checkpoints."""
     import shutil
 
     from privrec.experiments import sequential as seq
     from privrec.experiments.report import text_table, write_report
-    from privrec.training.trainer import TrainConfig
+    from privrec.models import MODELS as registry
+    from privrec.models import check_config
+    from privrec.training.trainer import TrainConfig, resolve_device
     from privrec.utils.io import atomic_dir
 
     preset = seq.PROTOCOLS[protocol]
+    mask = preset["mask_history"] if mask_history is None else mask_history
+    length = max_len or preset["max_len"]
+    if stride is not None and stride > length:
+        raise ParameterError(f"--stride {stride} exceeds the maximum length {length}; use 1..{length}")
+    model_config = parse_assignments(assignments)
+    check_config(registry[model.lower()], model_config)
+    resolve_device(device)
     cfg = seq.SequentialConfig(
         dataset=dataset, model=model.lower(), preprocessing=preset["preprocessing"],
-        split=split or preset["split"], max_len=max_len or preset["max_len"], window_mode=window,
-        model_config=parse_assignments(assignments),
+        split=split or preset["split"], max_len=length, window_mode=window, stride=stride,
+        model_config=model_config,
         train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
                           select_metric=select_metric, device=device, progress=not quiet),
-        eval=eval_config(eval_mode, negatives, sampler, mask_history), seeds=parse_seeds(seeds),
+        eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
     log = lambda msg: click.echo(msg, err=True)
@@ -61,7 +79,7 @@ def train(model, dataset, protocol, split, max_len, window, epochs, batch_size, 
         write_report(tmp, result, seq.markdown(result))
     shutil.rmtree(state_dir, ignore_errors=True)
     click.echo(f"\n{result['protocol']}, test split, {len(cfg.seeds)} seed(s):")
-    click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], seq.summary_rows(result)))
+    click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], seq.summary_rows(result, cfg.eval.ks)))
     click.echo(f"\nreport: {out_dir}/results.md  checkpoints: {out_dir}/*.pt")
 
 
@@ -69,8 +87,8 @@ def train(model, dataset, protocol, split, max_len, window, epochs, batch_size, 
 @click.argument("checkpoint", type=click.Path(dir_okay=False))
 @click.option("--stage", type=click.Choice(["test", "valid"]), default="test", show_default=True)
 @eval_options
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled negatives.")
-def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, seed) -> None:
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for sampled negatives.")
+def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks, seed) -> None:
     """Re-evaluate a saved model on its dataset's split (e.g. with sampled ranking)."""
     import numpy as np
 
@@ -90,7 +108,9 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, see
             inter.items.tokens.astype(str), trained.items.tokens.astype(str)):
         raise ParameterError(f"{checkpoint}: the dataset {cfg['dataset']!r} no longer matches the model's item ids")
     task = SequenceTask(split, inter.n_items, trained.max_len, cfg.get("window_mode", "all"))
-    ec = eval_config(eval_mode, negatives, sampler, mask_history, seed)
+    if mask_history is None:             # the protocol the model was trained and selected under
+        mask_history = bool(cfg.get("eval", {}).get("mask_history", True))
+    ec = eval_config(eval_mode, negatives, sampler, mask_history, seed, ks)
     result = run_eval(trained.model, task, stage, ec)
     click.echo(f"{cfg['model']} on {cfg['dataset']}, {stage} split, {ec.label}, {result.n_users:,} users")
     ks = sorted({int(k.split('@')[1]) for k in result.metrics})

@@ -17,13 +17,30 @@ def eval_options(f):
                      help="Negatives per user for sampled ranking.")(f)
     f = click.option("--sampler", type=click.Choice(["popularity", "uniform"]), default="popularity",
                      show_default=True, help="How sampled-ranking negatives are drawn.")(f)
-    f = click.option("--mask-history/--no-mask-history", default=True, show_default=True,
-                     help="Exclude the user's history items from the full ranking.")(f)
+    f = click.option("--mask-history/--no-mask-history", default=None,
+                     help="Exclude the user's history items from the full ranking (default: the protocol's "
+                          "choice; RecBole does not mask for sequential models).")(f)
+    f = click.option("--ks", default="5,10,20", show_default=True,
+                     help="Cut-offs K of HR/Recall/NDCG/MRR@K, comma-separated (e.g. 1,5,10 or 10,50).")(f)
     return f
 
 
-def eval_config(eval_mode: str, negatives: int, sampler: str, mask_history: bool, seed: int = 0) -> EvalConfig:
-    return EvalConfig(mode=eval_mode, n_negatives=negatives, sampler=sampler, mask_history=mask_history, seed=seed)
+def parse_ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(k) for k in str(text).split(",") if k.strip()}))
+    except ValueError:
+        raise ParameterError(f"--ks must be comma-separated positive integers such as 5,10,20, got {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise ParameterError(f"--ks must list positive integers such as 5,10,20, got {text!r}")
+    return ks
+
+
+def eval_config(eval_mode: str, negatives: int, sampler: str, mask_history: bool, seed: int = 0,
+                ks: str = "5,10,20") -> EvalConfig:
+    if negatives < 1:
+        raise ParameterError(f"--negatives must be >= 1, got {negatives}")
+    return EvalConfig(mode=eval_mode, n_negatives=negatives, sampler=sampler, mask_history=mask_history, seed=seed,
+                      ks=parse_ks(ks))
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -33,6 +50,8 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         raise ParameterError(f"--seeds must be comma-separated integers such as 0,1,2, got {text!r}") from None
     if not seeds or any(s < 0 for s in seeds):
         raise ParameterError(f"--seeds must list non-negative integers, got {text!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ParameterError(f"--seeds lists a seed twice ({text!r}); a mean ± std needs distinct seeds")
     return seeds
 
 

@@ -43,15 +43,6 @@ def _rows_frame(rows: np.ndarray, users: np.ndarray, inter) -> pd.DataFrame:
 _ROW_TYPES = {"user_id": "token", "item_id": "token", "timestamp": "float"}
 
 
-def _item_texts(inter) -> list[str]:
-    feats = inter.item_features
-    if feats is not None and "title" in feats.columns:
-        titles = feats["title"].reindex(range(1, len(inter.items))).fillna("").astype(str).tolist()
-        if all(titles):
-            return titles
-    return [str(t) for t in inter.items.tokens[1:]]          # ML-1M's item ids are the titles
-
-
 @click.command()
 @click.argument("mechanism", type=click.Choice(MECHANISMS))
 @click.argument("source")
@@ -105,10 +96,11 @@ def publish(mechanism: str, source: str, output: str, epsilon: float, delta: flo
 
             published, guarantee = sdp.perturb(rows, inter.n_items, epsilon, rng), sdp.guarantee(epsilon, inter.n_items, max_len)
         else:
+            from privrec.data.text import item_texts
             from privrec.privacy import alternatives as A
             from privrec.privacy import rr
 
-            emb = np.load(embeddings) if embeddings else A.embed_texts(_item_texts(inter))
+            emb = np.load(embeddings) if embeddings else A.embed_texts(item_texts(inter))
             amap = {"injective": A.injective_map, "paired": A.paired_map,
                     "nearest": A.nearest_neighbour_map}[alternatives](emb)
             guarantee = rr.guarantee(epsilon, amap, sequences=rows, allow_invalid=allow_invalid)
@@ -137,7 +129,7 @@ def publish(mechanism: str, source: str, output: str, epsilon: float, delta: flo
 
         if inter.user_features is None:
             raise ParameterError(f"{source}: no user features (a .user file with age/gender/occupation) to publish")
-        feats = inter.user_features.reindex(range(1, len(inter.users)))
+        feats = inter.user_features.reindex(range(1, len(inter.users) + 1))
         schema = F.movielens_schema(feats)
         encoded = F.encode_features(feats, schema)
         published, guarantee = F.perturb_features(encoded, schema, epsilon, rng)

@@ -41,12 +41,17 @@ class EvalConfig:
             raise ParameterError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
         if self.mode == "sampled" and self.n_negatives < 1:
             raise ParameterError("sampled ranking needs n_negatives >= 1")
+        if not self.ks or any(int(k) != k or k < 1 for k in self.ks):
+            raise ParameterError(f"cut-offs ks must be positive integers such as 1,5,10, got {self.ks}")
+        for m in self.metrics:
+            if m not in M.METRICS:
+                raise ParameterError(f"unknown metric {m!r}; use some of {M.METRICS}")
 
     @property
     def label(self) -> str:
         """How to print results: sampled results are always labelled as such."""
         if self.mode == "full":
-            return "full ranking" + (" (history masked)" if self.mask_history else "")
+            return "full ranking (history " + ("masked)" if self.mask_history else "not masked)")
         return f"sampled ranking ({self.n_negatives} {self.sampler} negatives)"
 
     def to_dict(self) -> dict:
@@ -78,6 +83,10 @@ class EvalResult:
 
 
 def _padded_targets(targets: Sequences, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B, W) target items per user, 0-padded on the right, and the count of each row.
+
+    Targets are a *set* (as in RecBole's positive-item matrix): an item listed twice for a user
+    (possible when preprocessing keeps duplicate interactions) is one target, counted once."""
     lengths = targets.lengths[users]
     width = max(1, int(lengths.max()) if len(lengths) else 1)
     out = np.zeros((len(users), width), dtype=np.int64)
@@ -85,6 +94,16 @@ def _padded_targets(targets: Sequences, users: np.ndarray) -> tuple[np.ndarray, 
     valid = col[None, :] < lengths[:, None]
     src = targets.indptr[users][:, None] + col[None, :]
     out[valid] = targets.items[src[valid]]
+    if width > 1:
+        big = np.iinfo(np.int64).max
+        srt = np.sort(np.where(valid, out, big), axis=1)
+        dup = np.zeros_like(valid)
+        dup[:, 1:] = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != big)
+        if dup.any():
+            srt[dup] = big
+            srt = np.sort(srt, axis=1)
+            lengths = (srt != big).sum(axis=1)
+            out = np.where(srt != big, srt, 0)
     return out, lengths
 
 
@@ -155,10 +174,28 @@ def _mask_rows(scores: torch.Tensor, csr: Sequences, users: np.ndarray) -> None:
 
 
 def _positions(scores: torch.Tensor, idx: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """0-based position of ``scores[b, idx[b, t]]`` in row ``b`` sorted descending, ties counted
-    against it (pessimistic). O(B * I log I) time, no (B, T, I) intermediate."""
-    ts = scores.gather(1, idx).contiguous()
-    ascending = scores.sort(dim=1).values
-    at_least = scores.shape[1] - torch.searchsorted(ascending, ts, right=False)   # items with score >= ts
-    pos = at_least - 1
+    """0-based rank of each target ``scores[b, idx[b, t]]`` in row ``b`` sorted by descending score.
+
+    The tie rule: every item scoring strictly higher counts against a target, and so does every
+    *non-target* item that ties with it (pessimistic: a constant model gets no credit). Targets
+    that tie with each other take consecutive ranks (in column order), because any order of
+    them is an equally correct ranking: scores [1, 1, 0, 0] with targets {0, 1} rank them 0 and
+    1 (HR@1 = 1, NDCG@2 = 1), as RecBole does. ``idx`` holds distinct columns per row; padded
+    targets (``valid`` False) get -1.
+
+    Cost: one comparison pass O(B·I) per target column when a row has few targets (leave-one-out:
+    no sort at all), else one sort O(B·I log I); plus O(B·T²) for ties among targets."""
+    ts = scores.gather(1, idx)                                           # (B, T)
+    n_b, n_t = idx.shape
+    if n_t <= 8:
+        at_least = torch.stack([(scores >= ts[:, t:t + 1]).sum(1) for t in range(n_t)], 1)
+    else:
+        ascending = scores.sort(dim=1).values
+        at_least = scores.shape[1] - torch.searchsorted(ascending, ts.contiguous(), right=False)
+    pos = at_least.clone()
+    rows = max(1, (1 << 24) // max(n_t * n_t, 1))                        # bound the (rows, T, T) block
+    for a in range(0, n_b, rows):
+        t, v = ts[a:a + rows], valid[a:a + rows]
+        tied = (t[:, :, None] == t[:, None, :]) & v[:, None, :]          # target t ties target u
+        pos[a:a + rows] -= tied.sum(-1) - torch.tril(tied, diagonal=-1).sum(-1)   # all tied (t too) - earlier
     return torch.where(valid, pos, torch.full_like(pos, -1))

@@ -29,11 +29,17 @@ from privrec.utils.repro import config_hash, environment, seed_everything
 
 SPLITS = ("leave_one_out", "temporal_fraction")
 
-# RecBole's leaderboard protocol for sequential models on ML-1M
+# Evaluation protocols. "recbole" is every choice of RecBole's leaderboard for sequential models on
+# ML-1M: rating >= 3, 10-core, leave-one-out by time, max length 50, full ranking over all items
+# *without* masking the user's history (RecBole's full-sort evaluation of sequential models does not
+# mask it). How training cuts sequences into samples is a training choice, not part of the protocol
+# (``stride``; RecBole trains on every prefix, stride 1).
 PROTOCOLS: dict[str, dict] = {
     "recbole": {"preprocessing": Preprocessing(min_rating=3, user_k=10, item_k=10), "split": "leave_one_out",
-                "max_len": 50},
-    "raw": {"preprocessing": Preprocessing(), "split": "leave_one_out", "max_len": 50},
+                "max_len": 50, "mask_history": False},
+    "recbole-masked": {"preprocessing": Preprocessing(min_rating=3, user_k=10, item_k=10), "split": "leave_one_out",
+                       "max_len": 50, "mask_history": True},
+    "raw": {"preprocessing": Preprocessing(), "split": "leave_one_out", "max_len": 50, "mask_history": True},
 }
 
 DEFAULT_MODEL_CONFIG = {
@@ -50,6 +56,7 @@ class SequentialConfig:
     split: str = "leave_one_out"
     max_len: int = 50
     window_mode: str = "all"
+    stride: int | None = None           # training windows: None = max_len (non-overlapping), 1 = every prefix
     model_config: dict = field(default_factory=dict)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
@@ -89,13 +96,14 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     inter, split = data if data is not None else prepare(cfg.dataset, cfg.preprocessing, cfg.split)
     log(f"{cfg.dataset}: {inter.n_users:,} users, {inter.n_items:,} items, {len(inter):,} interactions "
         f"after preprocessing ({time.perf_counter() - t0:.1f}s)")
-    task = SequenceTask(split, inter.n_items, cfg.max_len, cfg.window_mode)
+    task = SequenceTask(split, inter.n_items, cfg.max_len, cfg.window_mode, cfg.stride)
     runs = []
     for seed in cfg.seeds:
         seed_everything(seed)
         model = build(cfg.model, n_items=inter.n_items, max_len=cfg.max_len, **cfg.resolved_model_config())
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log)
-        log(f"[{cfg.model} seed {seed}] training on {task.n_train_targets:,} targets in {task.n_train_windows:,} windows")
+        log(f"[{cfg.model} seed {seed}] training on {task.n_train_targets:,} targets in {task.n_train_windows:,} windows "
+            f"(stride {cfg.stride or cfg.max_len}, mean context {task.mean_context:.1f} items)")
         fit = trainer.fit(None if state_dir is None else Path(state_dir) / f"{_run_hash(cfg, split)}-seed{seed}.pt")
         test = trainer.test()
         log(f"[{cfg.model} seed {seed}] best epoch {fit.best_epoch}; test " +
@@ -137,8 +145,12 @@ def _aggregates(runs: list[dict]) -> dict:
             "valid": aggregate(r["fit"]["best_valid"]["metrics"] for r in runs if r["fit"]["best_valid"])}
 
 
-def summary_rows(result: dict, ks: tuple[int, ...] = (10, 20)) -> list[list[str]]:
+def summary_rows(result: dict, ks: tuple[int, ...] | None = None) -> list[list[str]]:
+    """One row per cut-off (default: those of the run, at most 10 and 20 where computed)."""
     agg = result["aggregate"]["test"]
+    done = sorted({int(name.split("@")[1]) for name in agg})
+    if ks is None:
+        ks = tuple(k for k in done if k in (10, 20)) or tuple(done)
     rows = []
     for k in ks:
         rows.append([result["config"]["model"], f"@{k}"] + [pm(agg.get(f"{m}@{k}")) for m in ("ndcg", "hr", "recall", "mrr")])

@@ -11,11 +11,40 @@ from privrec.models.sasrec import SASRec
 MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "dasl": DASL}
 
 
+def check_config(cls: type[Recommender], config: dict) -> None:
+    """Refuse unknown hyperparameters and values a model cannot use, naming the parameter: sizes,
+    counts and lengths must be positive integers, rates must lie in [0, 1), other numbers finite."""
+    import inspect
+    import math
+
+    params = inspect.signature(cls.__init__).parameters
+    known = [p for p in params if p != "self"]
+    for key, value in config.items():
+        if key not in params:
+            raise ParameterError(f"{cls.__name__} has no hyperparameter {key!r}; it takes {', '.join(known)}")
+        default = params[key].default
+        if isinstance(default, bool) or isinstance(value, bool):
+            if not isinstance(value, bool) or not isinstance(default, bool):
+                raise ParameterError(f"{key} must be {'true or false' if isinstance(default, bool) else 'a number'}, "
+                                     f"got {value!r}")
+        elif isinstance(default, int) and default is not inspect.Parameter.empty:
+            if not isinstance(value, int) or value < 1:
+                raise ParameterError(f"{key} must be a positive integer, got {value!r}")
+        elif isinstance(default, float):
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ParameterError(f"{key} must be a finite number, got {value!r}")
+            if "dropout" in key and not 0 <= value < 1:
+                raise ParameterError(f"{key} is a drop probability and must lie in [0, 1), got {value!r}")
+            if ("std" in key or "eps" in key) and value <= 0:
+                raise ParameterError(f"{key} must be positive, got {value!r}")
+
+
 def build(name: str, **config) -> Recommender:
     try:
         cls = MODELS[name.lower()]
     except KeyError:
         raise ParameterError(f"unknown model {name!r}; available: {', '.join(MODELS)}") from None
+    check_config(cls, config)
     return cls(**config)
 
 

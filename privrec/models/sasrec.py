@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from privrec.errors import ParameterError
 from privrec.models.base import NextItemModel
 
 
@@ -14,7 +15,7 @@ class CausalSelfAttentionBlock(nn.Module):
     def __init__(self, hidden: int, heads: int, inner: int, dropout: float, attn_dropout: float, eps: float):
         super().__init__()
         if hidden % heads:
-            raise ValueError(f"hidden size {hidden} is not divisible by {heads} heads")
+            raise ParameterError(f"hidden size {hidden} is not divisible by {heads} heads; change hidden or heads")
         self.heads = heads
         self.qkv = nn.Linear(hidden, 3 * hidden)
         self.out = nn.Linear(hidden, hidden)

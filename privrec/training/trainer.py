@@ -61,9 +61,20 @@ class TrainableTask(Protocol):
 
 
 def resolve_device(name: str) -> torch.device:
+    """``auto`` (CUDA when present, else CPU), ``cpu``, ``cuda`` or ``cuda:N``; a device this machine
+    does not have is refused with the fix."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ParameterError(f"--device {name!r} is not a device; use auto, cpu or cuda") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ParameterError(f"--device {name}: this machine has no CUDA GPU (or torch is a CPU build); "
+                             "use --device cpu or auto")
+    if device.type not in ("cpu", "cuda"):
+        raise ParameterError(f"--device {name}: only cpu and cuda are supported; use auto, cpu or cuda")
+    return device
 
 
 @dataclass

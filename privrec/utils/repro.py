@@ -81,13 +81,29 @@ def git_commit() -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=1)
+def lock_digest() -> str | None:
+    """16 hex digits of SHA-256 of ``requirements/lock.txt`` of the source tree (the exact package
+    set ``make`` installs), or None outside a checkout. Two results with the same digest ran on the
+    same pinned releases."""
+    import hashlib
+
+    lock = Path(__file__).resolve().parents[2] / "requirements" / "lock.txt"
+    try:
+        return hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
 def environment() -> dict:
-    """Versions of Python, the platform and the libraries that shape numerical results."""
+    """Versions of Python, the platform and the libraries that shape numerical results, and the
+    digest of the lock they were installed from."""
     import privrec
 
     info = {
         "privrec": privrec.__version__,
         "git_commit": git_commit(),
+        "lock_sha256": lock_digest(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "numpy": np.__version__,
