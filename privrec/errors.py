@@ -35,3 +35,7 @@ class DatasetError(PrivrecError):
 
 class CheckpointError(PrivrecError):
     """A saved model cannot be read or does not match the code."""
+
+
+class ReleaseError(PrivrecError):
+    """A release folder is missing, uncertified, tampered with, or being written by another process."""

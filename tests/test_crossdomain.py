@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from privrec.data.crossdomain import (
-    align_published,
     build,
     load_cross_domain,
     ml1m_genre_domains,
@@ -21,7 +20,12 @@ from privrec.data.crossdomain import (
 from privrec.data.interactions import Interactions
 from privrec.errors import DataFormatError, EmptyDataError, ParameterError, PrivrecError
 from privrec.experiments import pricdsr as P
+from privrec.experiments import pricdsr_report as R
+from privrec.experiments.runner import RunRecord
 from privrec.models.dasl import DASL
+from privrec.release import tables as T
+from privrec.release.crossdomain import domain_rows, perturb_domain_rows, read_domain_rows
+from privrec.release.folder import read_release, write_release
 from privrec.training.tasks import CrossDomainTask
 from privrec.training.trainer import TrainConfig
 
@@ -87,49 +91,71 @@ def test_genre_split_names_movies_without_a_genre():
 
 
 def test_publish_is_seeded_and_clean_without_epsilon(data):
-    clean, g, _ = P.publish(data, "B", None, 10, None)
-    assert g is None and (clean[1:] > 0).sum() == 40 * 10
-    r1, g1, s1 = P.publish(data, "B", 5.0, 10, 3)
-    r2, _, _ = P.publish(data, "B", 5.0, 10, 3)
-    assert np.array_equal(r1, r2) and s1["seed"] == 3 and not np.array_equal(r1, clean)
+    clean = domain_rows(data, "B", 10)
+    assert (clean[1:] > 0).sum() == 40 * 10 and not clean[0].any()
+    r1, g1 = perturb_domain_rows(data, "B", "sdp", 5.0, 10, 3)
+    r2, _ = perturb_domain_rows(data, "B", "sdp", 5.0, 10, 3)
+    assert np.array_equal(r1, r2) and not np.array_equal(r1, clean) and not r1[0].any()
     assert g1.epsilon == 10.0 and g1.claimed.epsilon == 5.0          # the honest swap guarantee is 2 eps
     with pytest.raises(ParameterError):
-        P.publish(data, "B", 0.0, 10, 0)
+        perturb_domain_rows(data, "B", "sdp", 0.0, 10, 0)
 
 
-def test_atomic_export_round_trip_and_bad_files(data, tmp_path):
-    rows, _, _ = P.publish(data, "B", 2.0, 10, 1)
-    path = P.export_atomic(rows, data, "B", tmp_path / "aux.inter")
-    back = P.read_published(path, data, "B", 10)
-    assert np.array_equal(back, rows)
+def _write_rows(folder, rows, data, name=None):
+    users = data.users.decode(np.arange(1, data.n_users + 1))
+    write_release(folder, lambda tmp: T.write_sequences(tmp, name or folder.name, rows[1:], users,
+                                                        data.domain("B").items.tokens),
+                  {"kind": "sequences", "input": {}})
+
+
+def test_release_round_trip_and_bad_files(data, tmp_path):
+    rows, _ = perturb_domain_rows(data, "B", "sdp", 2.0, 10, 1)
+    _write_rows(tmp_path / "aux", rows, data)
+    assert np.array_equal(read_domain_rows(tmp_path / "aux", data, "B", 10), rows)
+    path = tmp_path / "aux" / "aux.inter"
     header = path.read_text().splitlines()[0]
     assert header == "user_id:token\titem_id:token\ttimestamp:float"
-    # an auxiliary file with users the target does not know
+    users, items = data.users, data.domain("B").items
+    lines = path.read_text().splitlines()
+    # a table with users the target does not know, or lacking some
     bad = tmp_path / "bad.inter"
     bad.write_text(header + "\nstranger\tB1\t1\n")
-    with pytest.raises(DataFormatError, match="unknown to the target"):
-        P.read_published(bad, data, "B", 10)
-    with pytest.raises(DataFormatError, match="lacks"):
-        align_published(rows[1:3], data.users.tokens[1:3], data, data.domain("B").items)
+    with pytest.raises(DataFormatError, match="unknown to the consumer"):
+        T.read_sequences(bad, users, items, 10)
+    (tmp_path / "half.inter").write_text("\n".join(lines[:30]) + "\n")
+    with pytest.raises(DataFormatError, match="not published"):
+        T.read_sequences(tmp_path / "half.inter", users, items, 10)
     # a user the mechanism left with an empty row is still published (listed in the .user file)
     rows[5] = 0
-    path = P.export_atomic(rows, data, "B", tmp_path / "gap.inter")
-    assert np.array_equal(P.read_published(path, data, "B", 10), rows)
-    assert (tmp_path / "gap.user").read_text().splitlines()[0] == "user_id:token"
-    (tmp_path / "gap.user").unlink()
-    with pytest.raises(DataFormatError, match="lacks 1 shared users"):
-        P.read_published(path, data, "B", 10)
-    # two items at one position of a row; a user missing from the .user file
-    lines = (tmp_path / "aux.inter").read_text().splitlines()
+    _write_rows(tmp_path / "gap", rows, data)
+    assert np.array_equal(read_domain_rows(tmp_path / "gap", data, "B", 10), rows)
+    assert (tmp_path / "gap" / "gap.user").read_text().splitlines()[0] == "user_id:token"
+    # two items at one position of a row; a position that is not whole
     (tmp_path / "dup.inter").write_text("\n".join(lines + [lines[1]]) + "\n")
     with pytest.raises(DataFormatError, match="same position"):
-        P.read_published(tmp_path / "dup.inter", data, "B", 10)
-    # a .user that is a RecBole feature file listing more users: those the target does not know are ignored
-    (tmp_path / "aux.user").write_text("user_id:token\n" + "\n".join([*data.users.tokens[1:], "stranger"]) + "\n")
-    assert np.array_equal(P.read_published(tmp_path / "aux.inter", data, "B", 10), P.publish(data, "B", 2.0, 10, 1)[0])
-    (tmp_path / "half.inter").write_text(lines[0] + "\n" + lines[1].rsplit("\t", 1)[0] + "\t1.5\n")
-    with pytest.raises(ParameterError, match="whole positions"):
-        P.read_published(tmp_path / "half.inter", data, "B", 10)
+        T.read_sequences(tmp_path / "dup.inter", users, items, 10)
+    (tmp_path / "frac.inter").write_text(lines[0] + "\n" + lines[1].rsplit("\t", 1)[0] + "\t1.5\n")
+    with pytest.raises(DataFormatError, match="whole positions"):
+        T.read_sequences(tmp_path / "frac.inter", users, items, 10)
+
+
+def test_a_release_whose_files_changed_is_refused(data, tmp_path):
+    from privrec.errors import ReleaseError
+
+    rows, _ = perturb_domain_rows(data, "B", "sdp", 2.0, 10, 1)
+    _write_rows(tmp_path / "rel", rows, data)
+    cert = read_release(tmp_path / "rel").certificate
+    assert set(cert["output"]["files"]) == {"rel.inter", "rel.user"}
+    inter = tmp_path / "rel" / "rel.inter"
+    inter.write_text(inter.read_text().replace("\t1\n", "\t2\n", 1))      # one position edited
+    with pytest.raises(ReleaseError, match="does not match its certificate"):
+        read_domain_rows(tmp_path / "rel", data, "B", 10)
+    (tmp_path / "rel" / "certificate.json").unlink()
+    with pytest.raises(ReleaseError, match="uncertified"):
+        read_domain_rows(tmp_path / "rel", data, "B", 10)
+    with pytest.raises(ReleaseError, match="a release is the folder"):
+        _write_rows(tmp_path / "ok", rows, data)
+        read_domain_rows(tmp_path / "ok" / "ok.inter", data, "B", 10)
 
 
 def _model(data, mode, encoder="stream"):
@@ -140,7 +166,7 @@ def _model(data, mode, encoder="stream"):
 
 @pytest.mark.parametrize("encoder", ["stream", "window"])
 def test_dasl_single_never_touches_the_auxiliary_domain(data, encoder):
-    task = CrossDomainTask(data, "A", P.publish(data, "B", None, 10, None)[0], max_len=10, window=4)
+    task = CrossDomainTask(data, "A", domain_rows(data, "B", 10), max_len=10, window=4)
     model = _model(data, "single", encoder)
     batch = next(task.train_batches(16, np.random.default_rng(0)))
     model.loss(batch).backward()
@@ -150,7 +176,7 @@ def test_dasl_single_never_touches_the_auxiliary_domain(data, encoder):
 
 
 def test_dasl_dual_attention_uses_cross_domain_states(data):
-    rows = P.publish(data, "B", None, 10, None)[0]
+    rows = domain_rows(data, "B", 10)
     task = CrossDomainTask(data, "A", rows, max_len=10, window=4)
     model = _model(data, "dual").eval()
     users = np.arange(1, 9)
@@ -169,7 +195,7 @@ def test_dasl_stream_pooling_matches_the_per_window_formula(data, mode):
     """The batched stream path (all windows pooled at once from strided views) equals the
     definition: per target, GRU states of its T own (and T cross) positions, one softmax over
     the real items among them, weighted sum."""
-    rows = P.publish(data, "B", None, 10, None)[0]
+    rows = domain_rows(data, "B", 10)
     task = CrossDomainTask(data, "A", rows, max_len=10, window=4)
     model = _model(data, mode).eval()
     batch = next(task.train_batches(16, np.random.default_rng(0)))
@@ -218,11 +244,12 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     # each perturbed release is on disk as a RecBole dataset folder with its certificate
     for eps in (1.0, 10.0):
         folder = tmp_path / "out.published" / f"B-eps{eps}-seed0"
-        inter = folder / f"{folder.name}.inter"
-        assert np.array_equal(P.read_published(inter, data, "B", 10), P.publish(data, "B", eps, 10, 0)[0])
-        cert = json.loads((folder / f"{folder.name}.inter.privacy.json").read_text())
-        assert cert["guarantee"]["epsilon"] == 2 * eps and cert["output"]["files"][1] == f"{folder.name}.user"
-    assert sorted(p.name for p in (tmp_path / "out.published").iterdir()) == ["B-eps1.0-seed0", "B-eps10.0-seed0"]
+        assert np.array_equal(read_domain_rows(folder, data, "B", 10), perturb_domain_rows(data, "B", "sdp", eps, 10, 0)[0])
+        cert = read_release(folder).certificate
+        assert cert["guarantee"]["epsilon"] == 2 * eps and f"{folder.name}.user" in cert["output"]["files"]
+        assert cert["randomness"]["seed"] == 0          # research reproduction: the seed is recorded on purpose
+    assert sorted(p.name for p in (tmp_path / "out.published").iterdir() if not p.name.startswith(".")) == [
+        "B-eps1.0-seed0", "B-eps10.0-seed0"]
     # every run here ended at its 1-epoch cap, so each keeps its state (a higher cap continues it)
     assert len(list((tmp_path / "out.state").iterdir())) == 4 and all(s["capped"] == 1 for s in result["summary"])
     assert "† the epoch cap" in md
@@ -231,16 +258,23 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert len(lines) == 4
     (tmp_path / "out.progress.jsonl").write_text("\n".join(lines[:3]) + "\n{cut off")
     logs = []
+    stamp = {p: p.stat().st_mtime_ns for p in (tmp_path / "out.published").rglob("*")}
     again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
     assert any("resuming: 3 finished runs" in m for m in logs)
-    assert [r["test"] for r in again["runs"][:3]] == [r["test"] for r in result["runs"][:3]]
+    # only the run that trains again (the cut line: PriCDSR-DASL at eps 1) is re-published; finished runs'
+    # releases are untouched
+    assert json.loads(lines[3])["key"] == "A<-B|PriCDSR-DASL|1.0|0"
+    changed = {p.relative_to(tmp_path).parts[1] for p in (tmp_path / "out.published").rglob("*")
+               if stamp.get(p) != p.stat().st_mtime_ns and not p.name.startswith(".")}
+    assert changed == {"B-eps1.0-seed0"}
+    assert [r["metrics"] for r in again["runs"][:3]] == [r["metrics"] for r in result["runs"][:3]]
     # a seed trained in a parallel process joins through its progress file, nothing retrained
     other = P.reproduce(replace(cfg, seeds=(1,)), tmp_path / "s1", log=lambda m: None, data=data)
     logs = []
     both = P.reproduce(replace(cfg, seeds=(0, 1)), tmp_path / "out", log=logs.append, data=data,
                        add_progress=[tmp_path / "s1.progress.jsonl"])
     assert not any("] epoch" in m for m in logs)
-    assert [r["test"] for r in both["runs"]] == [r["test"] for r in again["runs"] + other["runs"]]
+    assert [r["metrics"] for r in both["runs"]] == [r["metrics"] for r in again["runs"] + other["runs"]]
     assert all(s["test"]["ndcg@10 (sampled)"]["n"] == 2 for s in both["summary"])
     # a partial report: finished runs only, the missing ones listed, nothing trained
     logs = []
@@ -267,20 +301,23 @@ def test_raising_the_epoch_cap_continues_capped_runs_exactly(data, tmp_path):
     assert sum("continued under the cap of 4" in m for m in logs) == 3
     assert any("resuming from" in m for m in logs)
     fresh = P.reproduce(longer, tmp_path / "fresh", log=lambda m: None, data=data)
-    assert [r["test"] for r in continued["runs"]] == [r["test"] for r in fresh["runs"]]
+    assert [r["metrics"] for r in continued["runs"]] == [r["metrics"] for r in fresh["runs"]]
     assert [r["fit"]["history"] for r in continued["runs"]] == [r["fit"]["history"] for r in fresh["runs"]]
     assert all(r["fit"]["epochs_run"] <= 4 for r in continued["runs"])
     P.reproduce(cfg, tmp_path / "quick", log=lambda m: None, data=data, keep_capped_states=False)
     assert not (tmp_path / "quick.state").exists()          # quick runs leave no resumable states behind
 
 
+def _rec(variant, eps, seed, v, target="A", aux="B"):
+    return RunRecord(f"{target}|{variant}|{eps}|{seed}", seed,
+                     {"target": target, "aux": aux, "variant": variant, "epsilon": eps}, {}, {"sampled": {"ndcg@10": v}})
+
+
 def test_claim_check_pairs_runs_by_seed():
-    def run(variant, eps, seed, v):
-        return {"target": "A", "aux": "B", "variant": variant, "epsilon": eps, "seed": seed,
-                "test": {"ndcg@10 (sampled)": v}}
+    run = _rec
     runs = [run("DASL-single", None, 0, 0.30), run("DASL-single", None, 1, 0.20), run("DASL", None, 0, 0.40),
             run("PriCDSR-DASL", 10.0, 0, 0.35), run("PriCDSR-DASL", 10.0, 1, 0.10), run("PriCDSR-DASL", 1.0, 2, 0.9)]
-    rows = P.claim_check(runs, 10.0, metrics=("ndcg@10 (sampled)",))
+    rows = R.claim_check(runs, 10.0, metrics=("ndcg@10 (sampled)",))
     single, dasl = rows
     assert single["reference"] == "DASL-single" and single["seeds"] == [0, 1]
     assert single["difference"]["values"] == pytest.approx([0.05, -0.10])
@@ -292,14 +329,12 @@ def test_claim_check_pairs_runs_by_seed():
 
 
 def test_sweep_check_pairs_every_epsilon_and_fits_the_trend_in_log_epsilon():
-    def run(variant, eps, seed, v):
-        return {"target": "A", "aux": "B", "variant": variant, "epsilon": eps, "seed": seed,
-                "test": {"ndcg@10 (sampled)": v}}
+    run = _rec
     runs = [run("DASL-single", None, 0, 0.30), run("DASL-single", None, 1, 0.20), run("DASL", None, 0, 0.40),
             run("PriCDSR-DASL", 1.0, 0, 0.31), run("PriCDSR-DASL", 1.0, 1, 0.19),
             run("PriCDSR-DASL", 10.0, 0, 0.33), run("PriCDSR-DASL", 100.0, 0, 0.35),
-            {**run("PriCDSR-DASL", 10.0, 0, 0.9), "target": "B", "aux": "A"}]   # another direction: ignored
-    (s,) = P.sweep_check(runs, ("A<-B",), metrics=("ndcg@10 (sampled)",))
+            _rec("PriCDSR-DASL", 10.0, 0, 0.9, target="B", aux="A")]   # another direction: ignored
+    (s,) = R.sweep_check(runs, ("A<-B",), metrics=("ndcg@10 (sampled)",))
     assert [(c["epsilon"], c["reference"]) for c in s["paired"]] == [
         (1.0, "DASL-single"), (1.0, "DASL"), (10.0, "DASL-single"), (10.0, "DASL"), (100.0, "DASL-single"), (100.0, "DASL")]
     assert s["paired"][0]["difference"]["values"] == pytest.approx([0.01, -0.01])
@@ -308,21 +343,21 @@ def test_sweep_check_pairs_every_epsilon_and_fits_the_trend_in_log_epsilon():
     slope = ((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum()
     assert s["trend"]["slope_per_decade"] == pytest.approx(slope) and s["trend"]["runs"] == 4
     assert 0 < s["trend"]["p_value"] < 1
-    assert P.sweep_check(runs[:4], ("A<-B",), metrics=("ndcg@10 (sampled)",))[0]["trend"] is None
-    assert "## The ε sweep" in "\n".join(P._sweep_markdown([s])) and P._sweep_markdown([]) == []
+    assert R.sweep_check(runs[:4], ("A<-B",), metrics=("ndcg@10 (sampled)",))[0]["trend"] is None
+    assert "## The ε sweep" in "\n".join(R._sweep_markdown([s])) and R._sweep_markdown([]) == []
 
 
 def test_loss_rise_epoch_finds_a_blow_up_after_the_minimum_and_the_report_lists_every_run():
     def run(losses, seed=0, best=2):
-        return {"target": "A", "aux": "B", "variant": "DASL", "epsilon": None, "seed": seed,
-                "test": {"ndcg@10 (sampled)": 0.3, "ndcg@10 (full)": 0.1},
-                "fit": {"best_epoch": best, "epochs_run": len(losses), "stopped_early": True, "best_valid": None,
-                        "history": [{"epoch": i + 1, "loss": x} for i, x in enumerate(losses)]}}
+        return RunRecord(f"k{seed}", seed, {"target": "A", "aux": "B", "variant": "DASL", "epsilon": None},
+                         {"best_epoch": best, "epochs_run": len(losses), "stopped_early": True, "best_valid": None,
+                          "history": [{"epoch": i + 1, "loss": x} for i, x in enumerate(losses)]},
+                         {"sampled": {"ndcg@10": 0.3}, "full": {"ndcg@10": 0.1}})
     calm, blown = run([3.0, 1.0, 1.1, 1.19]), run([3.0, 1.0, 1.1, 1.2, 5.0], seed=1)
     early = run([3.0, 1.0, 1.3, 1.1], seed=2, best=4)         # rose at 3, recovered: best epoch 4 came after
-    assert P.loss_rise_epoch(calm) is None and P.loss_rise_epoch(run([])) is None
-    assert P.loss_rise_epoch(blown) == 4 and P.loss_rise_epoch(early) == 3     # epoch 1's high loss is no rise
-    table = "\n".join(P._runs_markdown([blown, calm, early]))
+    assert R.loss_rise_epoch(calm) is None and R.loss_rise_epoch(run([])) is None
+    assert R.loss_rise_epoch(blown) == 4 and R.loss_rise_epoch(early) == 3     # epoch 1's high loss is no rise
+    table = "\n".join(R._runs_markdown([blown, calm, early]))
     assert "| 1.00 → 5.00 | 4 ‡ |" in table and "| 1.00 → 1.19 | – |" in table
     assert "| 3 ‡ (before the best) |" in table
 
@@ -365,21 +400,22 @@ def test_publish_aux_cli_writes_a_recbole_release_of_train_rows_only(tmp_path):
 
     src = tmp_path / "both.csv"
     _table(n_a=30, n_b=25).to_csv(src, index=False)
-    out = tmp_path / "rel" / "rel.inter"
+    out = tmp_path / "rel"
     res = CliRunner().invoke(cli, ["publish", "sdp", str(src), "--domain-field", "domain", "--aux", "B", "-o", str(out),
                                    "--epsilon", "3", "--seed", "4", "--max-len", "10"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     data = load_cross_domain([str(src)], "domain")
-    assert np.array_equal(P.read_published(out, data, "B", 10), P.publish(data, "B", 3.0, 10, 4)[0])
-    cert = json.loads((tmp_path / "rel" / "rel.inter.privacy.json").read_text())
+    assert np.array_equal(read_domain_rows(out, data, "B", 10), perturb_domain_rows(data, "B", "sdp", 3.0, 10, 4)[0])
+    cert = json.loads((out / "certificate.json").read_text())
     assert cert["guarantee"]["epsilon"] == 6.0 and "withheld" in cert["input"]["split"]
-    assert (tmp_path / "rel" / "rel.user").is_file()
-    # unknown domain, wrong format, wrong mechanism: an error and nothing written
-    for args in (["--aux", "C"], ["--aux", "B", "-o", str(tmp_path / "n" / "x.csv")], ["--domain-field", "domain"]):
-        argv = ["publish", "sdp", str(src), "--domain-field", "domain", "-o", str(tmp_path / "n" / "x.inter"),
+    assert cert["randomness"]["seed"] is None and cert["randomness"]["seed_source"] == "user"   # never by default
+    assert (out / "rel.user").is_file() and (out / "rel.inter").is_file()
+    # unknown domain, a file name as the release, wrong mechanism: an error and nothing written
+    for args in (["--aux", "C"], ["--aux", "B", "-o", str(tmp_path / "n" / "x.inter")], ["--domain-field", "domain"]):
+        argv = ["publish", "sdp", str(src), "--domain-field", "domain", "-o", str(tmp_path / "n" / "x"),
                 "--epsilon", "1", *args]
         assert main(argv) == 2 and not (tmp_path / "n").exists()
-    assert main(["publish", "rr", str(src), "--aux", "B", "-o", str(tmp_path / "n" / "x.inter"), "--epsilon", "1"]) == 2
+    assert main(["publish", "rr", str(src), "--aux", "B", "-o", str(tmp_path / "n" / "x"), "--epsilon", "1"]) == 2
 
 
 def test_reproduce_cli_on_your_own_file(tmp_path):
@@ -397,6 +433,7 @@ def test_reproduce_cli_on_your_own_file(tmp_path):
     assert saved["config"]["directions"] == ["A<-B", "B<-A"] and saved["config"]["dataset"].endswith("by domain")
     assert {s["variant"] for s in saved["summary"]} == {"DASL-single", "DASL", "PriCDSR-DASL"}
     assert (tmp_path / "rep.published" / "B-eps10.0-seed0" / "B-eps10.0-seed0.inter").is_file()
+    assert (tmp_path / "rep.published" / "B-eps10.0-seed0" / "certificate.json").is_file()
     md = (out / "results.md").read_text()
     assert md.startswith("# PriCDSR on shop.csv by domain") and "This report was written by" in md
     # --epsilons: Table II only (ε = 10), from the runs of the quick run above (6 + ε ∈ {1, 50}): nothing retrained
@@ -424,8 +461,8 @@ def test_worker_processes_give_the_numbers_of_one_process(data, tmp_path):
     logs = []
     two = P.reproduce(cfg, tmp_path / "two", log=logs.append, data=data, workers=2)
     assert any("in 2 worker processes" in m for m in logs)
-    assert [r["test"] for r in two["runs"]] == [r["test"] for r in one["runs"]]
+    assert [r["metrics"] for r in two["runs"]] == [r["metrics"] for r in one["runs"]]
     assert [r["fit"]["history"] for r in two["runs"]] == [r["fit"]["history"] for r in one["runs"]]
     assert len((tmp_path / "two.progress.jsonl").read_text().splitlines()) == 3
-    with pytest.raises(ParameterError, match="workers"):
+    with pytest.raises(ParameterError, match="jobs"):
         P.reproduce(cfg, tmp_path / "bad", log=lambda m: None, data=data, workers=0)

@@ -28,19 +28,27 @@ def _run(*args):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-def test_publish_sdp_writes_file_and_certificate_that_read_back(inter_file, tmp_path):
-    out = tmp_path / "pub" / "toy-sdp.inter"
+def test_publish_sdp_writes_a_release_folder_that_reads_back(inter_file, tmp_path):
+    from privrec.release import read_release
+
+    out = tmp_path / "pub" / "toy-sdp"
     res = _run("publish", "sdp", str(inter_file), "-o", str(out), "--epsilon", "5", "--seed", "7", "--max-len", "10")
     assert res.exit_code == 0, res.output
-    frame, types = read_atomic(out)
+    release = read_release(out)                                      # hashes verified
+    assert set(release.files) == {"toy-sdp.inter", "toy-sdp.user"}
+    frame, types = read_atomic(out / "toy-sdp.inter")
     assert types == {"user_id": "token", "item_id": "token", "timestamp": "float"}
     assert frame["user_id"].nunique() <= 30 and frame["timestamp"].between(1, 10).all()
-    cert = json.loads(out.with_name(out.name + ".privacy.json").read_text())
+    cert = release.certificate
     assert cert["guarantee"]["epsilon"] == 10.0 and cert["guarantee"]["paper_claim"]["epsilon"] == 5.0
-    assert cert["randomness"]["seed"] == 7
-    again = tmp_path / "again.inter"
-    _run("publish", "sdp", str(inter_file), "-o", str(again), "--epsilon", "5", "--seed", "7", "--max-len", "10")
-    assert again.read_text() == out.read_text()                      # same seed, same output
+    assert cert["randomness"]["seed"] is None and cert["randomness"]["seed_source"] == "user"   # seed not written
+    again = tmp_path / "again"
+    _run("publish", "sdp", str(inter_file), "-o", str(again), "--epsilon", "5", "--seed", "7", "--max-len", "10",
+         "--record-seed", "--format", "csv")
+    assert read_release(again).certificate["randomness"]["seed"] == 7
+    a = pd.read_csv(again / "again.csv", dtype=str)
+    b = frame.astype(str).assign(timestamp=frame["timestamp"].astype(float).astype(str))
+    assert (a.values == b.astype(str).values).all()                  # same seed, same rows, other format
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -49,16 +57,16 @@ def test_publish_sdp_writes_file_and_certificate_that_read_back(inter_file, tmp_
 def test_publish_bad_parameters_write_nothing(inter_file, tmp_path, args, needle):
     from privrec.cli import main
 
-    out = tmp_path / "never" / "x.inter"
+    out = tmp_path / "never" / "x"
     code = main(["publish", "sdp", str(inter_file), "-o", str(out), *args])
     assert code == 2 and not out.exists() and not out.parent.exists()
 
 
 def test_publish_jlt_outputs_users_by_n_prime(inter_file, tmp_path):
-    out = tmp_path / "jlt.parquet"
+    out = tmp_path / "jlt"
     res = _run("publish", "jlt", str(inter_file), "-o", str(out), "--epsilon", "1", "--n-prime", "8", "--seed", "1")
     assert res.exit_code == 0, res.output
-    frame = pd.read_parquet(out)
+    frame = pd.read_parquet(out / "jlt.parquet")
     assert frame.shape == (30, 9) and frame.columns[0] == "user_id"
 
 
@@ -93,7 +101,7 @@ def test_publish_features_keeps_every_user(tmp_path):
     write_atomic(frame, tmp_path / "d.inter", {"user_id": "token", "item_id": "token", "timestamp": "float"})
     write_atomic(users, tmp_path / "d.user", {"user_id": "token", "age": "float", "gender": "token",
                                               "occupation": "float"})
-    out = tmp_path / "out" / "users.parquet"
+    out = tmp_path / "out" / "users"
     assert main(["publish", "features", str(tmp_path / "d.inter"), "-o", str(out), "--epsilon", "4", "--seed", "0"]) == 0
-    published = pd.read_parquet(out)
+    published = pd.read_parquet(out / "users.parquet")
     assert published["user_id"].tolist() == ["a", "b", "c"]

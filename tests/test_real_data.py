@@ -56,12 +56,12 @@ def test_publish_sdp_on_ml1m_reads_back(movielens, tmp_path):
     from privrec.data.atomic import read_atomic
 
     movielens("ml-1m")
-    out = tmp_path / "ml1m-sdp.inter"
+    out = tmp_path / "ml1m-sdp"
     assert main(["publish", "sdp", "ml-1m", "-o", str(out), "--epsilon", "10", "--seed", "0"]) == 0
-    frame, types = read_atomic(out)
+    frame, types = read_atomic(out / "ml1m-sdp.inter")
     assert frame["user_id"].nunique() == 6040 and types["item_id"] == "token"
-    cert = json.loads(out.with_name(out.name + ".privacy.json").read_text())
-    assert cert["guarantee"]["epsilon"] == 20.0 and cert["randomness"]["source"] == "user"
+    cert = json.loads((out / "certificate.json").read_text())
+    assert cert["guarantee"]["epsilon"] == 20.0 and cert["randomness"]["seed_source"] == "user"
 
 
 def test_publish_one_domain_of_ml1m_for_pricdsr(movielens, tmp_path):
@@ -72,15 +72,15 @@ def test_publish_one_domain_of_ml1m_for_pricdsr(movielens, tmp_path):
 
     from privrec.cli import main
     from privrec.data.crossdomain import load_cross_domain
-    from privrec.experiments import pricdsr as P
+    from privrec.release.crossdomain import perturb_domain_rows, read_domain_rows
 
     movielens("ml-1m")
-    out = tmp_path / "drama" / "drama.inter"
+    out = tmp_path / "drama"
     assert main(["publish", "sdp", "ml-1m", "--aux", "drama", "-o", str(out), "--epsilon", "10", "--seed", "3"]) == 0
     data = load_cross_domain("ml-1m")
-    back = P.read_published(out, data, "drama", 50)
-    assert back.shape == (5777, 50) and np.array_equal(back, P.publish(data, "drama", 10.0, 50, 3)[0])
-    cert = json.loads(out.with_name(out.name + ".privacy.json").read_text())
+    back = read_domain_rows(out, data, "drama", 50)
+    assert back.shape == (5777, 50) and np.array_equal(back, perturb_domain_rows(data, "drama", "sdp", 10.0, 50, 3)[0])
+    cert = json.loads((out / "certificate.json").read_text())
     assert cert["guarantee"]["epsilon"] == 20.0 and cert["input"]["rows"] == 5776
 
 

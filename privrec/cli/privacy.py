@@ -1,8 +1,8 @@
 """``privrec publish``, ``privrec guarantee``, ``privrec audit``: the privacy layer on the command line.
 
-``publish`` reads a dataset name or a file, runs one mechanism with a seed (or an OS-CSPRNG
-seed it records), writes OUTPUT in the format its extension names and the certificate to
-``OUTPUT.privacy.json``. Parameters are validated before anything is written.
+``publish`` reads a dataset name or a file, runs one mechanism and writes a *release folder*:
+the data and ``certificate.json`` (guarantee, input, SHA-256 of every file), renamed into place
+once (:mod:`privrec.release`). Parameters and paths are checked before anything is read.
 """
 
 from __future__ import annotations
@@ -12,47 +12,40 @@ from pathlib import Path
 
 import click
 import numpy as np
-import pandas as pd
 
 from privrec.errors import ParameterError
-
-MECHANISMS = ("sdp", "rr", "jlt", "sjlt", "features")
-
-
-def _certificate_path(output: Path) -> Path:
-    return output.with_name(output.name + ".privacy.json")
+from privrec.privacy.registry import AUDITS, MECHANISMS, PUBLISHABLE
 
 
-def _sequences_matrix(inter, max_len: int) -> tuple[np.ndarray, np.ndarray]:
-    """Chronological per-user rows, last ``max_len`` items, front-padded; duplicates dropped."""
+def _sequence_rows(inter, max_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """Chronological per-user rows, last ``max_len`` items, front-padded; duplicates dropped.
+    Returns (rows, user codes)."""
     from privrec.data.preprocess import drop_duplicates
     from privrec.data.sequences import to_sequences
 
-    inter = drop_duplicates(inter)
-    seqs = to_sequences(inter)
+    seqs = to_sequences(drop_duplicates(inter))
     users = np.flatnonzero(seqs.lengths > 0)
     return seqs.to_padded(max_len, users).astype(np.int64), users
 
 
-def _rows_frame(rows: np.ndarray, users: np.ndarray, inter) -> pd.DataFrame:
-    r, c = np.nonzero(rows)
-    return pd.DataFrame({"user_id": inter.users.decode(users[r]), "item_id": inter.items.decode(rows[r, c]),
-                         "timestamp": (c + 1).astype(np.float64)})
-
-
-_ROW_TYPES = {"user_id": "token", "item_id": "token", "timestamp": "float"}
-
-
 @click.command()
-@click.argument("mechanism", type=click.Choice(MECHANISMS))
+@click.argument("mechanism", type=click.Choice(PUBLISHABLE))
 @click.argument("source")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
-              help="Output file: .inter, .csv or .parquet. The certificate goes to OUTPUT.privacy.json.")
+@click.option("-o", "--output", type=click.Path(), required=True,
+              help="Release folder: the data and certificate.json are written into it as one unit.")
+@click.option("--format", "fmt", type=click.Choice(["inter", "csv", "parquet"]), default=None,
+              help="Data format (default: inter for sequences, parquet for matrices and features).")
 @click.option("--epsilon", type=float, required=True, help="Privacy budget (what the mechanism's paper calls ε).")
-@click.option("--delta", type=float, default=None, help="δ for (ε,δ) mechanisms (jlt/sjlt; default 1/#users).")
-@click.option("--seed", type=int, default=None, help="Seed for reproducible research; default: OS CSPRNG.")
-@click.option("--max-len", type=int, default=50, show_default=True, help="sdp/rr: last L items per user.")
-@click.option("--n-prime", type=int, default=500, show_default=True, help="jlt/sjlt: output dimension n′.")
+@click.option("--delta", type=float, default=None,
+              help="δ of jlt/sjlt (default 1/(10·#users); δ >= 1/#users is refused without --allow-large-delta).")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Seed for reproducible research (not written to the certificate); default: OS CSPRNG.")
+@click.option("--record-seed", is_flag=True, help="Write the seed into the certificate (research only: with it "
+              "anyone holding the release can undo the noise).")
+@click.option("--max-len", type=click.IntRange(min=1), default=50, show_default=True,
+              help="sdp/rr: last L items per user.")
+@click.option("--n-prime", type=click.IntRange(min=1), default=500, show_default=True,
+              help="jlt/sjlt: output dimension n′.")
 @click.option("--q", type=float, default=0.1, show_default=True, help="sjlt: density of the sparse projection.")
 @click.option("--calibration", type=click.Choice(["paper", "blocki", "tight"]), default="paper", show_default=True,
               help="jlt/sjlt: how the lift w is chosen from (ε, δ).")
@@ -61,186 +54,156 @@ _ROW_TYPES = {"user_id": "token", "item_id": "token", "timestamp": "float"}
               "finite per-item epsilon), or the paper's nearest neighbour (not injective: true odds reported).")
 @click.option("--embeddings", type=click.Path(exists=True, dir_okay=False), default=None,
               help="rr: .npy item embeddings (row i = item code i+1) instead of MiniLM on the titles.")
-@click.option("--allow-invalid", is_flag=True, help="Run settings outside the theorem's validity (reported).")
+@click.option("--allow-invalid", is_flag=True,
+              help="Run settings outside the theorem's validity or with infinite ε (the certificate says so).")
+@click.option("--allow-large-delta", is_flag=True, help="jlt/sjlt: accept δ >= 1/#users (reported).")
 @click.option("--aux", default=None, help="sdp: publish only this domain of a cross-domain SOURCE (PriCDSR): the "
               "shared users' train rows, never their validation/test items; ml-1m splits by genre (action, drama).")
 @click.option("--domain-field", default=None, help="With --aux and a file SOURCE: the column naming each row's domain.")
-def publish(mechanism: str, source: str, output: str, epsilon: float, delta: float | None, seed: int | None,
-            max_len: int, n_prime: int, q: float, calibration: str, alternatives: str, embeddings: str | None,
-            allow_invalid: bool, aux: str | None, domain_field: str | None) -> None:
-    """Publish SOURCE (a dataset name such as ml-1m, or an .inter/.csv/.parquet file) through MECHANISM."""
-    from privrec.data.tables import load, write_interactions
-    from privrec.privacy.guarantee import certificate
-    from privrec.privacy.validate import check_delta, check_epsilon, check_positive_int
-    from privrec.utils.io import write_json_atomic
+def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: float, delta: float | None,
+            seed: int | None, record_seed: bool, max_len: int, n_prime: int, q: float, calibration: str,
+            alternatives: str, embeddings: str | None, allow_invalid: bool, allow_large_delta: bool, aux: str | None,
+            domain_field: str | None) -> None:
+    """Publish SOURCE (a dataset name such as ml-1m, or an .inter/.csv/.parquet file) through MECHANISM
+    into the release folder OUTPUT (data + certificate.json)."""
+    from privrec.data.tables import load
+    from privrec.privacy.validate import check_delta, check_epsilon
+    from privrec.release import publish as P
+    from privrec.release import tables as T
+    from privrec.release.certificate import certificate
+    from privrec.release.folder import check_replaceable, release_folder, write_release
+    from privrec.release.paths import check_output, input_files
     from privrec.utils.repro import resolve_seed
 
-    out = Path(output)
-    if out.suffix.lower() not in (".inter", ".csv", ".parquet"):
-        raise ParameterError(f"{out}: unsupported output extension {out.suffix!r}; use .inter, .csv or .parquet")
+    folder = release_folder(output)
     check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
-    check_positive_int(max_len, "max_len")
     if aux is not None or domain_field is not None:
-        _publish_aux(mechanism, source, out, epsilon, seed, max_len, aux, domain_field)
+        _publish_aux(mechanism, source, folder, fmt or "inter", epsilon, seed, record_seed, max_len, aux, domain_field)
         return
+    check_output(folder, input_files(source) + ([Path(embeddings)] if embeddings else []), "-o")
+    check_replaceable(folder)
+    kind = MECHANISMS[mechanism].publishes
+    fmt = fmt or ("inter" if kind == "sequences" else "parquet")
     info = resolve_seed(seed)
     rng = np.random.default_rng(info.seed)
     inter = load(source)
-    types = None
-    if mechanism in ("sdp", "rr"):
-        rows, users = _sequences_matrix(inter, max_len)
-        if mechanism == "sdp":
-            from privrec.privacy import sdp
-
-            published, guarantee = sdp.perturb(rows, inter.n_items, epsilon, rng), sdp.guarantee(epsilon, inter.n_items, max_len)
-        else:
+    name = folder.name
+    if kind == "sequences":
+        rows, users = _sequence_rows(inter, max_len)
+        alt = None
+        if mechanism == "rr":
             from privrec.data.text import item_texts
             from privrec.privacy import alternatives as A
-            from privrec.privacy import rr
 
-            emb = np.load(embeddings) if embeddings else A.embed_texts(item_texts(inter))
-            amap = {"injective": A.injective_map, "paired": A.paired_map,
-                    "nearest": A.nearest_neighbour_map}[alternatives](emb)
-            guarantee = rr.guarantee(epsilon, amap, sequences=rows, allow_invalid=allow_invalid)
-            published = rr.perturb(rows, amap, epsilon, rng, allow_invalid=allow_invalid)
-        frame, types = _rows_frame(published, users, inter), _ROW_TYPES
-        desc = {"users": int(len(users)), "max_len": max_len, "format": "user_id, item_id, timestamp = position 1..L"}
-    elif mechanism in ("jlt", "sjlt"):
+            emb = _load_embeddings(embeddings, inter.n_items) if embeddings else A.embed_texts(item_texts(inter))
+            alt = {"injective": A.injective_map, "paired": A.paired_map,
+                   "nearest": A.nearest_neighbour_map}[alternatives](emb)
+        published, g = P.perturb_sequences(rows, inter.n_items, mechanism, epsilon, rng, alt_map=alt,
+                                           allow_invalid=allow_invalid)
+        desc = {"users": int(len(users)), "max_len": max_len}
+
+        def write(tmp: Path) -> None:
+            T.write_sequences(tmp, name, published, inter.users.decode(users), inter.items.tokens, fmt)
+    elif kind == "rating-matrix":
         import scipy.sparse as sp
-
-        from privrec.privacy import jlt
 
         values = inter.rating if inter.rating is not None else np.ones(len(inter), dtype=np.float32)
         users, ucode = np.unique(inter.user, return_inverse=True)
         ratings = sp.csr_matrix((values.astype(np.float64), (ucode, inter.item - 1)), shape=(len(users), inter.n_items))
         ratings.sum_duplicates()
-        check_positive_int(n_prime, "n_prime")
-        kw = dict(delta=delta, n_prime=n_prime, calibration=calibration, allow_invalid=allow_invalid,
-                  max_change=float(values.max() - min(0.0, float(values.min()))))
-        published, guarantee = (jlt.publish_jlt(ratings, epsilon, rng, **kw) if mechanism == "jlt"
-                                else jlt.publish_sjlt(ratings, epsilon, rng, q=q, **kw))
-        frame = pd.DataFrame(published, columns=[f"p{k}" for k in range(published.shape[1])])
-        frame.insert(0, "user_id", inter.users.decode(users))
+        max_change = float(values.max() - min(0.0, float(values.min())))
+        published, g = P.project_ratings(ratings, mechanism, epsilon, rng, delta=delta, n_prime=n_prime, q=q,
+                                         calibration=calibration, max_change=max_change, allow_invalid=allow_invalid,
+                                         allow_large_delta=allow_large_delta)
         desc = {"users": int(len(users)), "items": int(inter.n_items), "n_prime": int(published.shape[1])}
-    else:
-        from privrec.privacy import features as F
 
+        def write(tmp: Path) -> None:
+            T.write_matrix(tmp, name, published, inter.users.decode(users), "p", fmt)
+    else:
         if inter.user_features is None:
             raise ParameterError(f"{source}: no user features (a .user file with age/gender/occupation) to publish")
         feats = inter.user_features.reindex(range(1, len(inter.users) + 1))
-        schema = F.movielens_schema(feats)
-        encoded = F.encode_features(feats, schema)
-        published, guarantee = F.perturb_features(encoded, schema, epsilon, rng)
-        frame = pd.DataFrame(published, columns=[f"x{k}" for k in range(published.shape[1])])
-        frame.insert(0, "user_id", inter.users.tokens[1:])
-        desc = {"users": int(len(frame)), "schema": repr(schema)}
-    write_interactions(frame, out, types)
-    cert = certificate(guarantee, info, input_desc={"source": str(source), "mechanism": mechanism},
-                       output_desc={"path": str(out), **desc})
-    write_json_atomic(_certificate_path(out), cert)
-    click.echo(f"wrote {out} ({len(frame):,} rows) and {_certificate_path(out).name}")
-    click.echo(guarantee.summary())
+        published, g, schema = P.perturb_user_features(feats, epsilon, rng)
+        desc = {"users": int(len(feats)), "schema": repr(schema)}
+
+        def write(tmp: Path) -> None:
+            T.write_matrix(tmp, name, published, inter.users.tokens[1:], "x", fmt)
+    cert = certificate(g, info, kind=kind, record_seed=record_seed,
+                       input_desc={"source": str(source), "mechanism": mechanism, **desc})
+    release = write_release(folder, write, cert)
+    click.echo(f"wrote release {folder}/ ({', '.join(release.files)} + certificate.json)")
+    click.echo(g.summary())
 
 
-def _publish_aux(mechanism: str, source: str, out: Path, epsilon: float, seed: int | None, max_len: int,
-                 aux: str | None, domain_field: str | None) -> None:
-    """PriCDSR's release: one domain of two-domain data, shared users only, train items only,
-    as RecBole atomic files (``.inter`` + ``.user``) with the certificate next to them."""
+def _load_embeddings(path: str, n_items: int) -> np.ndarray:
+    try:
+        emb = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ParameterError(f"--embeddings {path}: not a readable .npy array ({exc})") from None
+    if emb.ndim != 2 or emb.shape[0] != n_items:
+        raise ParameterError(f"--embeddings {path}: shape {emb.shape}, expected ({n_items}, d): one row per item "
+                             "code 1..n of the source, in code order")
+    return emb
+
+
+def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: float, seed: int | None,
+                 record_seed: bool, max_len: int, aux: str | None, domain_field: str | None) -> None:
+    """PriCDSR's release: one domain of two-domain data, shared users only, train items only."""
     from privrec.data.crossdomain import load_cross_domain
-    from privrec.experiments.pricdsr import publish as publish_rows
-    from privrec.experiments.pricdsr import write_published
-    from privrec.privacy.guarantee import certificate
-    from privrec.utils.repro import resolve_seed
+    from privrec.release.crossdomain import publish_domain_rows
+    from privrec.release.folder import check_replaceable
+    from privrec.release.paths import check_output, input_files
 
     if mechanism != "sdp":
         raise ParameterError(f"--aux/--domain-field publish one domain of cross-domain data with sdp (PriCDSR), "
                              f"not {mechanism}")
     if aux is None:
         raise ParameterError("--domain-field needs --aux DOMAIN: the domain whose rows are published")
-    if out.suffix.lower() != ".inter":
-        raise ParameterError(f"{out}: a cross-domain release is a RecBole dataset (.inter + .user); name the output "
-                             "NAME/NAME.inter")
+    check_output(folder, input_files(source), "-o")
+    check_replaceable(folder)
     data = load_cross_domain(source, domain_field)
     if aux not in data.names:
         raise ParameterError(f"--aux {aux!r} is not a domain of {source}; its domains are {list(data.names)}")
-    info = resolve_seed(seed)
-    rows, guarantee, _ = publish_rows(data, aux, epsilon, max_len, info.seed)
-    cert = certificate(guarantee, info,
-                       input_desc={"source": str(source), "mechanism": "sdp", "domain": aux, "rows": data.n_users,
-                                   "max_len": max_len, "split": "train items only (validation and test items withheld)"},
-                       output_desc={"path": str(out), "files": [out.name, out.with_suffix(".user").name],
-                                    "format": "RecBole atomic", "interactions": int(np.count_nonzero(rows))})
-    write_published(out, rows, data, aux, cert)
-    click.echo(f"wrote {out} ({int(np.count_nonzero(rows)):,} interactions of {data.n_users:,} users), "
-               f"{out.with_suffix('.user').name} and {_certificate_path(out).name}")
-    click.echo(guarantee.summary())
-
-
-GUARANTEES = ("sdp", "rr", "jlt", "sjlt", "features", "graph", "pfcr-paper", "pfcr-calibrated", "edgerand")
+    release, g = publish_domain_rows(folder, data, aux, "sdp", epsilon, max_len, seed, record_seed=record_seed,
+                                     fmt=fmt, source=str(source))
+    click.echo(f"wrote release {folder}/ ({', '.join(release.files)} + certificate.json): "
+               f"{release.certificate['input']['interactions']:,} interactions of {data.n_users:,} users")
+    click.echo(g.summary())
 
 
 @click.command()
-@click.argument("mechanism", type=click.Choice(GUARANTEES))
+@click.argument("mechanism", type=click.Choice(list(MECHANISMS)))
 @click.option("--epsilon", type=float, default=None, help="Privacy parameter of the mechanism.")
 @click.option("--delta", type=float, default=1e-5, show_default=True)
-@click.option("--n-items", type=int, default=3706, show_default=True, help="sdp/jlt: number of items.")
-@click.option("--n-users", type=int, default=6040, show_default=True, help="jlt: number of users.")
-@click.option("--max-len", type=int, default=50, show_default=True, help="sdp/rr: row length L.")
-@click.option("--n-prime", type=int, default=500, show_default=True)
+@click.option("--n-items", type=click.IntRange(min=1), default=3706, show_default=True, help="sdp/rr/jlt: items.")
+@click.option("--n-users", type=click.IntRange(min=1), default=6040, show_default=True, help="jlt: number of users.")
+@click.option("--max-len", type=click.IntRange(min=1), default=50, show_default=True, help="sdp/rr: row length L.")
+@click.option("--n-prime", type=click.IntRange(min=1), default=500, show_default=True)
 @click.option("--q", type=float, default=0.1, show_default=True)
 @click.option("--calibration", type=click.Choice(["paper", "blocki", "tight"]), default="paper", show_default=True)
 @click.option("--buckets", type=int, default=64, show_default=True, help="pfcr: quantisation buckets b.")
-@click.option("--coords", type=int, default=1, show_default=True, help="pfcr: gradient coordinates per upload.")
-@click.option("--rounds", type=int, default=1, show_default=True, help="pfcr: federated rounds.")
+@click.option("--coords", type=click.IntRange(min=1), default=1, show_default=True,
+              help="pfcr: gradient coordinates per upload.")
+@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True, help="pfcr: federated rounds.")
 @click.option("--sigma", type=float, default=None, help="graph: noise std (default: calibrated to --epsilon).")
 @click.option("--clip", type=float, default=1.0, show_default=True, help="graph: row norm C.")
-@click.option("--steps", type=int, default=1, show_default=True, help="graph: propagation steps T per pass.")
-@click.option("--passes", type=int, default=100, show_default=True, help="graph: forward passes over a user's graph.")
+@click.option("--steps", type=click.IntRange(min=1), default=1, show_default=True,
+              help="graph: propagation steps T per pass.")
+@click.option("--passes", type=click.IntRange(min=1), default=100, show_default=True,
+              help="graph: forward passes over a user's graph.")
 @click.option("--unit", type=click.Choice(["edge", "interaction"]), default="edge", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the full guarantee as JSON.")
-def guarantee(mechanism: str, epsilon: float | None, delta: float, n_items: int, n_users: int, max_len: int,
-              n_prime: int, q: float, calibration: str, buckets: int, coords: int, rounds: int, sigma: float | None,
-              clip: float, steps: int, passes: int, unit: str, as_json: bool) -> None:
+def guarantee(mechanism: str, epsilon: float | None, as_json: bool, **params) -> None:
     """What a parameter setting gives, without touching data (true value next to the paper's claim).
 
     Example: privrec guarantee pfcr-paper --epsilon 0.5 --buckets 64
     """
-    defaults = {"sdp": 10.0, "rr": 1.0, "jlt": 1.0, "sjlt": 1.0, "features": 1.0, "graph": 1.0, "pfcr-paper": 0.5,
-                "pfcr-calibrated": 0.5, "edgerand": 1.0}
-    eps = defaults[mechanism] if epsilon is None else epsilon
-    if mechanism == "sdp":
-        from privrec.privacy import sdp
+    from privrec.privacy.registry import guarantee_of
+    from privrec.release.publish import numerically_safe
 
-        g = sdp.guarantee(eps, n_items, max_len)
-    elif mechanism == "rr":
-        from privrec.privacy import rr
-
-        g = rr.guarantee(eps, _pairing(n_items), max_len=max_len, allow_invalid=True)
-    elif mechanism in ("jlt", "sjlt"):
-        from privrec.privacy import jlt
-
-        w = jlt.calibrate_w(eps, delta, n_prime, calibration)
-        g = jlt.guarantee(method=mechanism, w=w, delta=delta, n_prime=n_prime, n_users=n_users, n_items=n_items,
-                          epsilon=eps, calibration=calibration, **({"q": q} if mechanism == "sjlt" else {}))
-    elif mechanism == "features":
-        from privrec.privacy import features as F
-
-        g = F.guarantee(F.movielens_schema(), eps)
-    elif mechanism == "graph":
-        from privrec.privacy import graph as G
-
-        s = sigma if sigma is not None else G.calibrate_sigma(eps, delta, clip, steps, passes, unit)
-        g = G.guarantee(s, clip, steps, passes, delta, unit)
-    elif mechanism == "edgerand":
-        from privrec.privacy import graph as G
-
-        _, _, g = G.edge_rand(np.zeros((1, 2, 2)), eps, delta, np.random.default_rng(0))    # parameters only
-    else:
-        from privrec.privacy import fedcodec
-
-        g = fedcodec.guarantee(mechanism, eps, buckets, coords, rounds, delta=delta)
+    g = numerically_safe(mechanism, lambda: guarantee_of(mechanism, epsilon, **params))
     if as_json:
         click.echo(json.dumps(g.to_dict(), indent=2, default=str))
     else:
@@ -249,24 +212,11 @@ def guarantee(mechanism: str, epsilon: float | None, delta: float, n_items: int,
             click.echo("  also: " + r.summary())
 
 
-def _pairing(n_items: int) -> np.ndarray:
-    """An injective alternative map over codes 1..m: pairs (1 2)(3 4)...; a 3-cycle closes odd m."""
-    if n_items < 2:
-        raise ParameterError("rr needs at least 2 items")
-    alt = np.zeros(n_items + 1, dtype=np.int64)
-    codes = np.arange(1, n_items + 1)
-    alt[1:] = np.where(codes % 2 == 1, codes + 1, codes - 1)
-    if n_items % 2:
-        alt[n_items - 2], alt[n_items - 1], alt[n_items] = n_items - 1, n_items, n_items - 2
-    return alt
-
-
 @click.command()
-@click.argument("mechanism", type=click.Choice(["sdp", "rr", "jlt", "sjlt", "piecewise", "oue", "features", "graph",
-                                                "graph-sigma2-bug", "pfcr-paper", "pfcr-calibrated"]))
+@click.argument("mechanism", type=click.Choice(AUDITS))
 @click.option("--epsilon", type=float, default=None, help="The mechanism's claimed ε (default per mechanism).")
 @click.option("--samples", type=int, default=50_000, show_default=True, help="Samples per neighbouring input.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def audit(mechanism: str, epsilon: float | None, samples: int, seed: int, as_json: bool) -> None:
     """Empirical lower bound on ε from samples on two neighbouring inputs (Clopper–Pearson, 95%)."""

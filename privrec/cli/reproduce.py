@@ -34,7 +34,8 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 
     from privrec.data.fetch import fetch
     from privrec.experiments import pricdsr as P
-    from privrec.experiments.report import text_table
+    from privrec.experiments.report import pm, text_table
+    from privrec.experiments.runner import safe_name
 
     # DASL's ops are small: one thread avoids OpenMP spin-waits that stall badly on a busy machine
     torch.set_num_threads(threads or 1)
@@ -46,7 +47,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 
         data = load_cross_domain(sources, domain_field)
         a, b = data.names
-        if "<-" in a + b or P._safe(a).lower() == P._safe(b).lower():
+        if "<-" in a + b or safe_name(a).lower() == safe_name(b).lower():
             raise ParameterError(f"domain names {data.names} must not contain '<-' and must differ as file names "
                                    "(letters, digits, '.', '-'); rename the values of the domain field")
         # file names only: the same data typed as another path resumes the same runs
@@ -70,8 +71,10 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
     result = P.reproduce(cfg, out, log=log, data=data, resume=resume, add_progress=add_progress,
                          train_missing=not report_only, keep_capped_states=not quick, command=command,
                          workers=jobs, threads=threads or 1)
-    rows = [P._row(s)[:2] + [P.pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)",
-                                                                 "ndcg@10 (full)")] for s in result["summary"]]
+    rows = [[f"{s['target']} ← {s['aux']}",
+             s["variant"] + (f" (ε={s['epsilon']:g})" if s["epsilon"] is not None else "") + ("†" if s["capped"] else "")]
+            + [pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)", "ndcg@10 (full)")]
+            for s in result["summary"]]
     where = "ML-1M by genre" if data is None else cfg.dataset
     click.echo(f"\nPriCDSR on {where}, test split ({'quick: subsample, 1 seed' if quick else 'full'}):")
     click.echo(text_table(["target ← aux", "model", "NDCG@10 sampled", "HR@10 sampled", "NDCG@10 full"], rows))

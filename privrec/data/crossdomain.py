@@ -177,24 +177,17 @@ def ml1m_cross_domain(inter: Interactions, min_user: int = 5, min_item: int = 5)
     return build(a, b, min_user=min_user, min_item=min_item)
 
 
-def align_published(rows: np.ndarray, row_users: np.ndarray | list, data: CrossDomainData,
-                    items: IdMap) -> np.ndarray:
-    """Place a published (users, L) raw matrix into the shared user order, checking ids.
-
-    ``row_users``: raw user ids of the rows; every one must be a shared user and every shared
-    user must appear (the target domain cannot use rows for users it does not know)."""
-    codes = data.users.encode([str(u) for u in row_users], strict=False)
-    if (codes == 0).any():
-        bad = [str(u) for u, c in zip(row_users, codes) if c == 0][:5]
-        raise DataFormatError(f"the auxiliary file has users unknown to the target domain: {bad}; publish the "
-                              "auxiliary rows of the same users")
-    out = np.zeros((data.n_users + 1, rows.shape[1]), dtype=np.int64)
-    out[codes] = rows
-    missing = np.setdiff1d(np.arange(1, data.n_users + 1), codes)
-    if len(missing):
-        raise DataFormatError(f"the auxiliary file lacks {len(missing)} shared users (e.g. "
-                              f"{data.users.decode(missing[:3]).tolist()})")
-    return out
+def subsample_users(data: CrossDomainData, max_users: int, seed: int) -> CrossDomainData:
+    """A seeded subset of shared users (quick runs); item codes are unchanged."""
+    if max_users >= data.n_users:
+        return data
+    keep = np.sort(np.random.default_rng(seed).choice(np.arange(1, data.n_users + 1), max_users, replace=False))
+    users = IdMap(np.concatenate([data.users.tokens[:1], data.users.tokens[keep]]), "user")
+    domains = []
+    for d in data.domains:
+        seqs = d.sequences.take_rows(np.concatenate([[0], keep]))
+        domains.append(DomainData(d.name, d.items, seqs, leave_one_out(seqs)))
+    return CrossDomainData(users, (domains[0], domains[1]), {**data.params, "max_users": max_users})
 
 
 def load_cross_domain(sources: str | Sequence[str], domain_field: str | None = None, *, min_user: int = 5,

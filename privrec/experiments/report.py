@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -57,8 +57,29 @@ def text_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
 
 
 def write_report(out_dir: str | os.PathLike, result: dict, markdown: str, name: str = "results") -> Path:
+    """``results.json`` and ``results.md`` into an existing folder (each file atomically)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / f"{name}.json", result)
     write_text_atomic(out / f"{name}.md", markdown)
+    (out / MARKER).write_text("written by privrec; replaced as a whole by the next run with this output\n")
+    return out
+
+
+MARKER = ".privrec"
+
+
+def save_report(out_dir: str | os.PathLike, result: dict, markdown: str,
+                plots: dict[str, Callable[[Path], None]] | None = None) -> Path:
+    """A report folder (results.json, results.md, plots) built aside and renamed into place as a
+    whole; refused if ``out_dir`` holds files privrec did not write (they would be deleted)."""
+    from privrec.release.folder import check_replaceable
+    from privrec.utils.io import atomic_dir
+
+    out = Path(out_dir)
+    check_replaceable(out, "report folder")
+    with atomic_dir(out) as tmp:
+        write_report(tmp, result, markdown)
+        for name, draw in (plots or {}).items():
+            draw(tmp / name)
     return out

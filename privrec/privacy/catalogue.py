@@ -1,4 +1,4 @@
-"""Every mechanism's audit case by name, and one function that runs an audit.
+"""Run an audit by name (the cases are listed in :mod:`privrec.privacy.registry`).
 
 An audit samples a mechanism on two neighbouring inputs and turns Clopper–Pearson bounds
 on a distinguishing event into a lower bound on epsilon (:mod:`privrec.privacy.audit`). A
@@ -7,38 +7,15 @@ correct mechanism's bound stays below its true epsilon; a mis-calibrated one is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from privrec.errors import ParameterError
 from privrec.privacy.audit import AuditResult, audit_discrete, audit_threshold
-
-
-def _cases() -> dict[str, Callable[..., dict]]:
-    from privrec.privacy import features, fedcodec, graph, jlt, rr, sdp
-
-    return {
-        "sdp": lambda eps: sdp.audit_case(eps if eps is not None else 1.0),
-        "rr": lambda eps: rr.audit_case(eps if eps is not None else 1.0),
-        "jlt": lambda eps: jlt.audit_case("jlt", eps if eps is not None else 1.0),
-        "sjlt": lambda eps: jlt.audit_case("sjlt", eps if eps is not None else 1.0),
-        "piecewise": lambda eps: features.audit_case(eps if eps is not None else 1.0, "piecewise"),
-        "oue": lambda eps: features.audit_case(eps if eps is not None else 1.0, "oue"),
-        "features": lambda eps: features.audit_case(eps if eps is not None else 1.0, "features"),
-        "graph": lambda eps: graph.audit_case(),
-        "graph-sigma2-bug": lambda eps: graph.audit_case(reference_bug=True),
-        "pfcr-paper": lambda eps: fedcodec.audit_case("paper", eps if eps is not None else 0.5),
-        "pfcr-calibrated": lambda eps: fedcodec.audit_case("calibrated", eps if eps is not None else 0.5),
-    }
-
-
-AUDITS = ("sdp", "rr", "jlt", "sjlt", "piecewise", "oue", "features", "graph", "graph-sigma2-bug", "pfcr-paper",
-          "pfcr-calibrated")
+from privrec.privacy.registry import AUDITS, audit_cases
 
 
 def audit_case(name: str, epsilon: float | None = None) -> dict:
-    cases = _cases()
+    cases = audit_cases()
     if name not in cases:
         raise ParameterError(f"unknown mechanism {name!r} to audit; choose one of {', '.join(AUDITS)}")
     return cases[name](epsilon)

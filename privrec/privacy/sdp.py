@@ -46,7 +46,7 @@ import numpy as np
 
 from privrec.privacy.accounting import pure_dp_event
 from privrec.privacy.guarantee import Claim, Guarantee
-from privrec.privacy.validate import check_epsilon, check_id_matrix
+from privrec.privacy.validate import check_epsilon, check_id_matrix, check_positive_int
 
 CHUNK_ROWS = 8192          # rows per random-draw block (fixes the stream layout => reproducible)
 
@@ -131,7 +131,8 @@ def perturb(sequences: np.ndarray, n_items: int, epsilon: float, rng: np.random.
 def guarantee(epsilon: float, n_items: int, max_len: int) -> Guarantee:
     """What one run of M gives, per Definition 2's neighbouring relation (see module doc)."""
     eps = check_epsilon(epsilon)
-    params = {"epsilon": eps, "n_items": int(n_items), "max_len": int(max_len)}
+    params = {"epsilon": eps, "n_items": check_positive_int(n_items, "n_items"),
+              "max_len": check_positive_int(max_len, "max_len")}
     value_change = Guarantee(
         mechanism="pricdsr-sdp", definition="epsilon-SDP (value changes only)", epsilon=eps,
         unit="one cell of one user's length-L row changed to another id (Def. 2, first kind)", parameters=params,

@@ -1,0 +1,262 @@
+"""The experiment runner every ``reproduce`` stands on: a grid of runs, resumed, in parallel, recorded.
+
+An experiment declares its runs (:class:`RunSpec`: a stable key, a seed, the labels that
+identify it) and knows how to train one (returning a :class:`RunRecord`); the runner does the
+rest, the same way for every paper:
+
+* **progress**: every finished run is appended to ``OUT.progress.jsonl`` (one JSON line,
+  flushed and fsynced; a line cut by a crash is skipped), tagged with the experiment's
+  *fingerprint* (a hash of everything that must match for a result to be reused) and the
+  environment it ran in (git commit, lock digest);
+* **resume**: a rerun reuses finished runs of the same fingerprint, continues an interrupted one
+  from its per-epoch state in ``OUT.state/`` (result identical to an uninterrupted run), and
+  continues a run that hit a lower epoch cap; ``add_progress`` merges runs done elsewhere;
+* **prepare after the check**: an experiment's pre-training step (publishing a release) runs only
+  for runs that will train, never for finished ones (a resume or a report-only call re-publishes
+  nothing);
+* **jobs**: ``jobs > 1`` trains in that many spawned worker processes; each run is seeded on its
+  own, so the numbers equal a one-process run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from privrec.errors import ParameterError
+from privrec.utils.repro import environment, lock_digest
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run of a grid: ``key`` names it uniquely and stably across sessions."""
+
+    key: str
+    seed: int
+    labels: dict                         # what identifies the run in tables (model, domain, epsilon, ...)
+
+
+@dataclass
+class RunRecord:
+    """A finished run: its labels, how training went (``fit``), and test metrics per protocol
+    (``metrics["sampled"]["ndcg@10"]``), with the environment it finished in."""
+
+    key: str
+    seed: int
+    labels: dict
+    fit: dict
+    metrics: dict[str, dict[str, float]]
+    environment: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+    def metric(self, protocol: str, name: str) -> float:
+        return float(self.metrics[protocol][name])
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict, key: str | None = None) -> RunRecord:
+        if "metrics" in d and "labels" in d:
+            return cls(**{k: d[k] for k in ("key", "seed", "labels", "fit", "metrics")},
+                       environment=d.get("environment", {}), extra=d.get("extra", {}))
+        # records written before the runner existed: test metrics named "ndcg@10 (sampled)"
+        metrics: dict[str, dict[str, float]] = {}
+        for name, value in d["test"].items():
+            metric, _, proto = name.partition(" (")
+            metrics.setdefault(proto.rstrip(")") or "test", {})[metric] = value
+        labels = {k: v for k, v in d.items() if k not in ("fit", "test", "seed")}
+        return cls(key or "", int(d["seed"]), labels, d["fit"], metrics)
+
+
+class Experiment(Protocol):
+    """What a pipeline declares; everything else is the runner's."""
+
+    def runs(self) -> list[RunSpec]: ...
+    def fingerprint(self) -> str: ...
+    def cap(self) -> tuple[int, int, int]: ...          # (epoch cap, patience, eval_every) of its trainer
+    def prepare(self, spec: RunSpec, log: Log) -> None: ...
+    def train(self, spec: RunSpec, state: Path, log: Log) -> RunRecord: ...
+
+
+def safe_name(name: str) -> str:
+    """``name`` as a file name: letters, digits, '.', '-'; anything else becomes '_'."""
+    return "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in name)
+
+
+def stopped_early(fit: dict, patience: int, eval_every: int = 1) -> bool:
+    """Did early stopping (not the epoch cap) end this run? Records written before the trainer
+    stored the flag are judged from best epoch, epochs run and patience."""
+    if "stopped_early" in fit:
+        return bool(fit["stopped_early"])
+    return fit["epochs_run"] // eval_every - fit["best_epoch"] // eval_every >= patience
+
+
+def reusable(fit: dict, cap: tuple[int, int, int]) -> bool:
+    """A finished run counts under epoch cap ``cap[0]`` iff it stopped early within it, or it ran to
+    exactly this cap (a run that hit a lower cap is continued from its saved state)."""
+    epochs, patience, every = cap
+    n = fit["epochs_run"]
+    return n <= epochs if stopped_early(fit, patience, every) else n == epochs
+
+
+# ----------------------------------------------------------------------------------- progress
+def progress_path(out_dir: str | Path) -> Path:
+    return Path(str(out_dir).rstrip("/") + ".progress.jsonl")
+
+
+def state_dir(out_dir: str | Path) -> Path:
+    return Path(str(out_dir).rstrip("/") + ".state")
+
+
+def load_progress(path: Path, fingerprint: str) -> dict[str, RunRecord]:
+    """Finished runs of this fingerprint (the last line of a key wins); cut lines are skipped."""
+    if not path.exists():
+        return {}
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue                                  # a line cut by a crash: that run is redone
+        if isinstance(rec, dict) and rec.get("fingerprint") == fingerprint:
+            run = RunRecord.from_dict(rec["run"], rec["key"])
+            run.key = rec["key"]
+            if not run.environment and rec.get("environment"):
+                run.environment = rec["environment"]
+            out[rec["key"]] = run
+    return out
+
+
+def append_progress(path: Path, fingerprint: str, record: RunRecord) -> None:
+    """One JSON line per finished run, flushed and fsynced (a crash loses at most the run in flight)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cut = False                                       # a line cut by a crash must not swallow this one
+    if path.exists() and path.stat().st_size > 0:
+        with open(path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            cut = fh.read(1) != b"\n"
+    line = json.dumps({"fingerprint": fingerprint, "key": record.key, "run": record.to_dict()}, default=float)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(("\n" if cut else "") + line + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+# ------------------------------------------------------------------------------------ execute
+@dataclass
+class Outcome:
+    records: list[RunRecord]            # finished runs, in the experiment's run order
+    missing: list[str]                  # keys not finished (report-only, or failed)
+    progress: Path
+    other_lock: list[str]               # keys finished under another lock than this checkout's
+
+
+def _train_in_worker(exp: Experiment, spec: RunSpec, state: Path, threads: int) -> RunRecord:
+    """One training run in a spawned worker process; logs go to stderr."""
+    import sys
+
+    import torch
+
+    torch.set_num_threads(threads)
+    return exp.train(spec, state, lambda m: print(m, file=sys.stderr, flush=True))
+
+
+def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_progress: Sequence[str | Path] = (),
+            train_missing: bool = True, jobs: int = 1, threads: int = 1, keep_capped_states: bool = True,
+            log: Log = print, describe: Callable[[RunRecord], str] | None = None) -> Outcome:
+    """Train every run of ``exp`` not yet finished (see module doc) and return all finished ones."""
+    if jobs < 1 or threads < 1:
+        raise ParameterError(f"jobs and threads must be >= 1, got {jobs} and {threads}")
+    specs = exp.runs()
+    keys = [s.key for s in specs]
+    if len(set(keys)) != len(keys):
+        raise ParameterError("the experiment declares two runs with the same key")
+    progress, states, fingerprint = progress_path(out_dir), state_dir(out_dir), exp.fingerprint()
+    describe = describe or (lambda r: f"{r.key}: done")
+    finished = load_progress(progress, fingerprint) if resume else {}
+    for other in add_progress:
+        if not Path(other).is_file():
+            raise ParameterError(f"{other}: no such progress file (written next to --out as OUT.progress.jsonl)")
+        theirs = load_progress(Path(other), fingerprint)
+        added = [k for k in theirs if k not in finished]
+        for key in added:
+            finished[key] = theirs[key]
+            append_progress(progress, fingerprint, theirs[key])
+        log(f"{other}: {len(added)} finished runs added" + ("" if theirs else
+            " — none of its runs has this configuration (same --quick/--epochs and code settings?)"))
+    cap = exp.cap()
+    for key in sorted(k for k, r in finished.items() if not reusable(r.fit, cap)):
+        log(f"{key}: ran to an epoch cap of {finished[key].fit['epochs_run']} without stopping early; "
+            f"continued under the cap of {cap[0]}")
+        del finished[key]
+    if finished:
+        log(f"resuming: {len(finished)} finished runs read from {progress}")
+    if not train_missing and not any(k in finished for k in keys):
+        raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
+    pending = [s for s in specs if s.key not in finished] if train_missing else []
+    missing = [s.key for s in specs if s.key not in finished and not train_missing]
+    state_of = {s.key: states / f"{fingerprint}-{safe_name(s.key)}.pt" for s in specs}
+    for key in keys:
+        if key in finished:
+            log(describe(finished[key]))
+    for spec in pending:                          # publish (or other preparation) only what will train
+        if not resume:
+            state_of[spec.key].unlink(missing_ok=True)
+        exp.prepare(spec, log)
+
+    def done(record: RunRecord) -> None:
+        record.environment = {**environment(), **record.environment}
+        append_progress(progress, fingerprint, record)
+        finished[record.key] = record
+        log(describe(record))
+
+    if jobs > 1 and len(pending) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        log(f"training {len(pending)} runs in {min(jobs, len(pending))} worker processes")
+        with ProcessPoolExecutor(min(jobs, len(pending)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_train_in_worker, exp, s, state_of[s.key], threads): s for s in pending}
+            failed: BaseException | None = None
+            for future in as_completed(futures):      # a failed run does not discard the others
+                try:
+                    done(future.result())
+                except Exception as exc:
+                    log(f"{futures[future].key}: failed: {exc}")
+                    failed = failed or exc
+            if failed is not None:
+                raise failed
+    else:
+        for spec in pending:
+            done(exp.train(spec, state_of[spec.key], log))
+    for key in keys:                              # a capped run keeps its state (a higher cap continues it)
+        if key in finished and (stopped_early(finished[key].fit, cap[1], cap[2]) or not keep_capped_states):
+            state_of[key].unlink(missing_ok=True)
+    if states.is_dir():
+        for tmp in states.glob(".*.tmp"):            # a save killed mid-write
+            tmp.unlink(missing_ok=True)
+        if not any(states.iterdir()):
+            states.rmdir()
+    records = [finished[k] for k in keys if k in finished]
+    if not records:
+        raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
+    mine = lock_digest()
+    other = [r.key for r in records if r.environment.get("lock_sha256") not in (None, mine)]
+    return Outcome(records, missing, progress, other)
+
+
+def environment_note(outcome: Outcome) -> list[str]:
+    """Report lines saying which runs finished under another lock (different pinned releases)."""
+    if not outcome.other_lock:
+        return []
+    return [f"**Environment:** {len(outcome.other_lock)} of {len(outcome.records)} runs finished under another "
+            f"lock than this checkout's ({lock_digest()}): "
+            + ", ".join(f"`{k}`" for k in outcome.other_lock[:4]) + (" …" if len(outcome.other_lock) > 4 else "")
+            + ". Their numbers came from other pinned releases (see each run's `environment` in results.json).", ""]
