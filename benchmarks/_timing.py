@@ -1,13 +1,20 @@
-"""Shared helpers of the benchmark scripts (run as ``python benchmarks/bench_*.py``)."""
+"""Shared helpers of the benchmark scripts (run as ``python benchmarks/bench_*.py``).
+
+Importing it also puts ``tests/`` on the path, so a benchmark can time the literal reference
+implementations (``from reference import jlt``) that live with the tests, not in the package."""
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
+from pathlib import Path
 from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def timed(fn: Callable[[], T], repeat: int = 1) -> tuple[float, T]:

@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--skip-svd", action="store_true", help="skip the literal rows that need a dense SVD")
     args = ap.parse_args()
 
-    from privrec.privacy import _reference_jlt as ref
+    from reference import jlt as ref
     from privrec.privacy import jlt
     from privrec.privacy.fwht import next_pow2
 

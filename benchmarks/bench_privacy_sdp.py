@@ -12,7 +12,7 @@ from _timing import timed
 
 from privrec.experiments.report import markdown_table
 from privrec.privacy import sdp
-from privrec.privacy._reference import sdp_authors_style
+from reference.sdp import sdp_authors_style
 
 
 def matrix(n: int, L: int, m: int, rng: np.random.Generator) -> np.ndarray:

@@ -39,3 +39,7 @@ class CheckpointError(PrivrecError):
 
 class ReleaseError(PrivrecError):
     """A release folder is missing, uncertified, tampered with, or being written by another process."""
+
+
+class TrainingError(PrivrecError):
+    """Training diverged (a non-finite loss or score); the message names the setting to change."""

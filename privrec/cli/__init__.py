@@ -38,9 +38,35 @@ def _register() -> None:
 _register()
 
 
+def _process_setup() -> dict:
+    """Process-wide settings belong to the entry point, not the library: a headless plot backend,
+    glibc malloc tuned for large tensor churn (see privrec.utils.perf), and SIGTERM/SIGHUP handled
+    like Ctrl-C so atomic writers clean their temporary files on the way out."""
+    import os
+    import signal
+
+    from privrec.utils.perf import tune_cpu_allocator
+
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    tune_cpu_allocator()
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = {}
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            try:
+                previous[sig] = signal.signal(sig, interrupt)
+            except (ValueError, OSError):      # not the main thread (e.g. inside a test runner's worker)
+                pass
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    previous = _process_setup()
     try:
         cli.main(args=argv, prog_name="privrec", standalone_mode=False)
     except click.exceptions.Abort:
@@ -62,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         click.echo(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
         return 1
+    finally:
+        import signal
+
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
 
 

@@ -7,6 +7,7 @@ interaction), features are small per-user / per-item DataFrames indexed by code.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -37,13 +38,9 @@ class IdMap:
         """Number of real ids (padding excluded)."""
         return len(self.tokens) - 1
 
-    @property
+    @functools.cached_property
     def _index(self) -> pd.Index:
-        idx = self.__dict__.get("_idx")
-        if idx is None:
-            idx = pd.Index(self.tokens[1:].astype(str))
-            object.__setattr__(self, "_idx", idx)
-        return idx
+        return pd.Index(self.tokens[1:].astype(str))
 
     def encode(self, raw: Iterable, *, strict: bool = True) -> np.ndarray:
         """Codes of raw ids; unknown ids raise :class:`UnknownIdError` (or give 0 if not strict)."""

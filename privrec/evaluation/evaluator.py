@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from privrec.data.sequences import Sequences
-from privrec.errors import ParameterError
+from privrec.errors import ParameterError, TrainingError
 from privrec.evaluation import metrics as M
 from privrec.evaluation.negatives import SAMPLERS, popularity, sample_negatives
 
@@ -135,7 +135,8 @@ def evaluate(model: torch.nn.Module, task: RankingTask, stage: str, cfg: EvalCon
         batch = {k: v.to(device) for k, v in task.eval_batch(stage, batch_users).items()}
         scores = model.score(batch).float()                        # (B, n_items + 1)
         if torch.isnan(scores).any():
-            raise FloatingPointError("the model produced NaN scores; lower the learning rate or check the inputs")
+            raise TrainingError("the model produced NaN scores (training diverged); lower the learning rate or "
+                                "check the inputs")
         tgt, n_rel = _padded_targets(targets_csr, batch_users)
         tgt_t = torch.as_tensor(tgt, device=scores.device)
         valid = torch.arange(tgt.shape[1], device=scores.device)[None, :] < torch.as_tensor(n_rel, device=scores.device)[:, None]

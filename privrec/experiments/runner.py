@@ -164,6 +164,9 @@ def _train_in_worker(exp: Experiment, spec: RunSpec, state: Path, threads: int) 
 
     import torch
 
+    from privrec.utils.perf import tune_cpu_allocator
+
+    tune_cpu_allocator()                      # a worker is a process entry point of its own
     torch.set_num_threads(threads)
     return exp.train(spec, state, lambda m: print(m, file=sys.stderr, flush=True))
 

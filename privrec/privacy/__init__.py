@@ -11,7 +11,8 @@ Where is ...?
   dp-accounting helpers, ledger                     -> privrec.privacy.accounting, privrec.privacy.ledger
   validation of epsilon / delta / ids               -> privrec.privacy.validate
   empirical audit (Clopper-Pearson lower bound)     -> privrec.privacy.audit, privrec.privacy.catalogue
-  literal slow reference paths (tests only)         -> privrec.privacy._reference, _reference_jlt
+  the mechanism registry (names, guarantees, audits)  -> privrec.privacy.registry
+  literal slow reference paths                       -> tests/reference (not in the package)
 """
 
 from privrec.privacy.guarantee import Claim, Guarantee

@@ -51,9 +51,10 @@ is itself one user's raw value.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import dp_accounting
@@ -284,10 +285,11 @@ class FeatureSchema:
     """An ordered list of attributes; the encoded vector is their blocks concatenated (d0 columns)."""
 
     attributes: tuple[Attribute, ...]
-    offsets: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self):
-        attrs = tuple(self.attributes)
+        attrs = self.attributes
+        if not isinstance(attrs, tuple):
+            raise ParameterError(f"FeatureSchema takes a tuple of attributes, got {type(attrs).__name__}")
         if not attrs:
             raise ParameterError("the feature schema has no attributes; give at least one")
         names = [a.name for a in attrs]
@@ -297,8 +299,11 @@ class FeatureSchema:
         for a in attrs:
             if not isinstance(a, Attribute):
                 raise ParameterError(f"schema entries must be Attribute objects (use numerical()/categorical()), got {a!r}")
-        object.__setattr__(self, "attributes", attrs)
-        object.__setattr__(self, "offsets", tuple(int(o) for o in np.cumsum([0] + [a.width for a in attrs])))
+
+    @functools.cached_property
+    def offsets(self) -> tuple[int, ...]:
+        """Start column of every attribute's block, and d0 at the end."""
+        return tuple(int(o) for o in np.cumsum([0] + [a.width for a in self.attributes]))
 
     @property
     def n_attributes(self) -> int:

@@ -94,7 +94,7 @@ per-column guarantee is reported in ``parameters`` and ``related`` for compariso
 paper's (eps0, delta0).
 
 The literal reference algorithms (dense SVD, dense M, dense H) live in
-privrec.privacy._reference_jlt for tests and benchmarks only.
+tests/reference/jlt.py for tests and benchmarks only.
 """
 
 from __future__ import annotations

@@ -19,11 +19,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from privrec.errors import CheckpointError, ParameterError
+from privrec.errors import CheckpointError, ParameterError, TrainingError
 from privrec.evaluation.evaluator import EvalConfig, EvalResult, evaluate
 from privrec.models.base import Recommender
 from privrec.utils.io import atomic_path
-from privrec.utils.perf import tune_cpu_allocator
 
 STATE_FORMAT = "privrec-train-state/1"
 
@@ -100,8 +99,6 @@ class Trainer:
         self.cfg = cfg
         self.eval_cfg = eval_cfg
         self.device = resolve_device(cfg.device)
-        if self.device.type == "cpu":
-            tune_cpu_allocator()
         self.model = model.to(self.device)
         self.task = task
         self.log = log or (lambda msg: None)
@@ -120,7 +117,10 @@ class Trainer:
             batch = {k: v.to(self.device) for k, v in batch.items()}
             loss = self.model.loss(batch)
             if not torch.isfinite(loss):
-                raise FloatingPointError(f"training loss became {loss.item()} at epoch {epoch}; lower --lr")
+                raise TrainingError(f"training diverged: the loss became {loss.item()} at epoch {epoch}, batch "
+                                    f"{count + 1}; lower the learning rate (now {self.cfg.lr:g}) or clip gradients "
+                                    f"(grad_clip, now {self.cfg.grad_clip}); the saved state of the last good epoch "
+                                    "is kept, so a rerun with other settings starts over from scratch")
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if self.cfg.grad_clip:

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from scipy import stats
 
 from privrec.errors import ParameterError
-from privrec.privacy import _reference_jlt as ref
+from reference import jlt as ref
 from privrec.privacy import accounting, jlt
 from privrec.privacy.audit import audit_discrete, audit_threshold
 from privrec.privacy.fwht import fwht, next_pow2, pad_to_pow2

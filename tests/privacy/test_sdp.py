@@ -11,7 +11,7 @@ from scipy import stats
 
 from privrec.errors import ParameterError
 from privrec.privacy import sdp
-from privrec.privacy._reference import sdp_authors_style, sdp_exact_distribution, sdp_step_probs
+from reference.sdp import sdp_authors_style, sdp_exact_distribution, sdp_step_probs
 
 
 def valid_rows(m, L, allow_padding=True):
