@@ -52,9 +52,9 @@ def main() -> None:
     ap.add_argument("--skip-svd", action="store_true", help="skip the literal rows that need a dense SVD")
     args = ap.parse_args()
 
-    from reference import jlt as ref
     from privrec.privacy import jlt
     from privrec.privacy.fwht import next_pow2
+    from reference import jlt as ref
 
     r = ml1m_matrix(args.items)
     m, n1 = r.shape

@@ -12,10 +12,10 @@ import scipy.sparse as sp
 from scipy import stats
 
 from privrec.errors import ParameterError
-from reference import jlt as ref
 from privrec.privacy import accounting, jlt
 from privrec.privacy.audit import audit_discrete, audit_threshold
 from privrec.privacy.fwht import fwht, next_pow2, pad_to_pow2
+from reference import jlt as ref
 
 ALPHA = 1e-6
 
