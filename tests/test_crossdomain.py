@@ -76,7 +76,7 @@ def test_builder_errors():
     # a per-item domain rule must send every item with interactions to domain 0 or 1
     inter = Interactions.from_frame(frame)
     rule = np.arange(len(inter.items.tokens)) % 3
-    with pytest.raises(ParameterError, match="0 or 1"):
+    with pytest.raises(ParameterError, match="0..1"):
         split_by_item(inter, rule, ("A", "B"))
 
 

@@ -92,3 +92,16 @@ def test_pricdsr_quick_reproduction(movielens, tmp_path):
     movielens("ml-1m")
     result = run_pricdsr(quick=True, out=str(tmp_path / "quick"))
     assert len(result["summary"]) == 8 and (tmp_path / "quick" / "privacy_utility.png").exists()
+
+
+def test_ml1m_four_platforms_with_disjoint_users(movielens):
+    """PFCR's setting on MovieLens: four genre platforms, every user on exactly one."""
+    from privrec.data.multidomain import ml1m_multidomain
+
+    data = ml1m_multidomain(movielens("ml-1m"))
+    stats = {s["domain"]: (s["users"], s["items"], s["interactions"]) for s in data.statistics()}
+    assert stats == {"action": (1684, 671, 86008), "comedy": (1781, 1022, 95278), "drama": (1491, 915, 58080),
+                     "thriller": (1082, 456, 30501)}
+    tokens = [set(d.users.tokens[1:]) for d in data.domains]
+    assert sum(len(t) for t in tokens) == len(set().union(*tokens))
+    assert all("movie_title" in d.item_features for d in data.domains)

@@ -6,11 +6,11 @@ import torch
 
 from privrec.data.sequences import Sequences
 from privrec.data.splits import leave_one_out
-from privrec.errors import CheckpointError
+from privrec.errors import CheckpointError, ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.models import build
 from privrec.training.tasks import SequenceTask
-from privrec.training.trainer import TrainConfig, Trainer
+from privrec.training.trainer import Hook, TrainConfig, Trainer
 
 
 class Killed(Exception):
@@ -95,3 +95,99 @@ def test_sequential_resume_state_is_named_by_config_and_data():
     assert _run_hash(cfg, a) == _run_hash(SequentialConfig(dataset="x.inter", seeds=(4,)), a)
     assert _run_hash(cfg, a) != _run_hash(cfg, b)
     assert _run_hash(cfg, a) != _run_hash(SequentialConfig(dataset="x.inter", max_len=20), a)
+
+
+class NoisyBag(torch.nn.Module):
+    """A model with its own noise generator (as DIPSGNN's noisy aggregation has): the mean of the
+    window's item embeddings plus N(0, 0.1²) drawn from ``self.gen``, saved as extra state."""
+
+    def __init__(self, n_items: int = 30, d: int = 8):
+        super().__init__()
+        self.item_embedding = torch.nn.Embedding(n_items + 1, d, padding_idx=0)
+        self.gen = torch.Generator().manual_seed(11)
+        self.forwards = 0
+
+    def get_extra_state(self):
+        return {"gen": self.gen.get_state()}
+
+    def set_extra_state(self, state):
+        self.gen.set_state(state["gen"])
+
+    def _state(self, seq):
+        h = self.item_embedding(seq).sum(1) / (seq > 0).sum(1, keepdim=True).clamp(min=1)
+        self.forwards += 1
+        return h + 0.1 * torch.randn(h.shape, generator=self.gen)
+
+    def loss(self, batch):
+        h = self._state(batch["seq"])
+        target = batch["target"][:, -1]
+        keep = target > 0
+        return torch.nn.functional.cross_entropy(h[keep] @ self.item_embedding.weight.T, target[keep])
+
+    def score(self, batch):
+        out = self._state(batch["seq"]) @ self.item_embedding.weight.T
+        out[:, 0] = -torch.inf
+        return out
+
+    def config(self):
+        return {}
+
+
+class CountBatches(Hook):
+    def __init__(self):
+        self.batches = 0
+        self.epochs = []
+
+    def on_batch_end(self, trainer, batch, loss):
+        self.batches += 1
+
+    def on_epoch_end(self, trainer, epoch, row):
+        self.epochs.append(epoch)
+
+    def state_dict(self):
+        return {"batches": self.batches, "epochs": list(self.epochs)}
+
+    def load_state_dict(self, state):
+        self.batches, self.epochs = state["batches"], list(state["epochs"])
+
+
+def _noisy(task, **kw):
+    torch.manual_seed(0)
+    cfg = TrainConfig(epochs=6, batch_size=8, lr=1e-2, patience=10, progress=False, seed=3, device="cpu")
+    hook = CountBatches()
+    sgd = lambda model, cfg: torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=0.9)
+    t = Trainer(NoisyBag(), task, cfg, EvalConfig(mode="sampled", n_negatives=10, ks=(10,), seed=3),
+                make_optimizer=sgd, hooks=[hook], **kw)
+    return t, hook
+
+
+def test_resume_replays_a_models_own_noise_and_restores_hook_state(task, tmp_path):
+    whole, whole_hook = _noisy(task)
+    expected = whole.fit()
+    assert isinstance(whole.optimizer, torch.optim.SGD)
+    state = tmp_path / "run.state"
+    killed, _ = _noisy(KillAt(task, 4))
+    with pytest.raises(Killed):
+        killed.fit(state)
+    resumed, hook = _noisy(task)
+    got = resumed.fit(state)
+    _same(got, expected)                 # validation uses the noisy model too: equal only if noise replays
+    assert hook.state_dict() == whole_hook.state_dict()
+    assert hook.epochs == list(range(1, 7)) and hook.batches == 6 * task.n_train_batches(8)
+    assert torch.equal(resumed.model.gen.get_state(), whole.model.gen.get_state())
+    other, _ = _noisy(task)
+    other.hooks.append(CountBatches())
+    with pytest.raises(CheckpointError, match="hook"):
+        other.fit(state)
+
+
+def test_train_epochs_continues_one_stream(task):
+    a, hook = _noisy(task)
+    la = a.train_epochs(1) + a.train_epochs(1)
+    b, _ = _noisy(task)
+    lb = b.train_epochs(2)
+    assert la == lb and a.epochs_trained == 2 and hook.epochs == [1, 2]
+    for v, w in zip(a.model.state_dict().values(), b.model.state_dict().values()):
+        assert torch.equal(v, w) if isinstance(v, torch.Tensor) else True
+    with pytest.raises(ParameterError):
+        a.train_epochs(0)

@@ -10,7 +10,7 @@ what a mechanism publishes (:meth:`CrossDomainData.publishable_rows`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,15 +80,17 @@ class CrossDomainData:
         return out
 
 
-def split_by_item(inter: Interactions, domain_of_item: np.ndarray, names: tuple[str, str]) -> tuple[Interactions, Interactions]:
-    """Split one table into two by a per-item domain index (0 or 1, aligned with item codes)."""
+def split_by_item(inter: Interactions, domain_of_item: np.ndarray, names: Sequence[str]) -> tuple[Interactions, ...]:
+    """Split one table by a per-item domain index (0..len(names)-1, aligned with item codes) into one
+    table per name; at least two of them must be non-empty."""
     dom = np.asarray(domain_of_item)
     if dom.shape[0] != len(inter.items.tokens):
         raise ParameterError("domain_of_item needs one entry per item code (index 0 = padding)")
-    outside = sorted(set(np.unique(dom[inter.item]).tolist()) - {0, 1})
+    outside = sorted(set(np.unique(dom[inter.item]).tolist()) - set(range(len(names))))
     if outside:
-        raise ParameterError(f"domain_of_item must hold 0 or 1 for every item with interactions, found {outside[:5]}; "
-                             "map every item to one of the two domains (interactions would be dropped silently)")
+        raise ParameterError(f"domain_of_item must hold 0..{len(names) - 1} for every item with interactions, found "
+                             f"{outside[:5]}; map every item to one of the {len(names)} domains (interactions would "
+                             "be dropped silently)")
     present = np.unique(dom[inter.item])
     if len(present) < 2:
         raise DataFormatError(f"the domain rule puts every interaction in one domain ({names[int(present[0])]}); "
@@ -98,7 +100,7 @@ def split_by_item(inter: Interactions, domain_of_item: np.ndarray, names: tuple[
     for k, name in enumerate(names):
         part = inter.take(rows == k)
         parts.append(part.__class__(**{**part.__dict__, "name": name}))
-    return parts[0], parts[1]
+    return tuple(parts)
 
 
 def split_by_column(frame: pd.DataFrame, domain_col: str, **kwargs) -> tuple[Interactions, Interactions]:
@@ -112,20 +114,27 @@ def split_by_column(frame: pd.DataFrame, domain_col: str, **kwargs) -> tuple[Int
                                          **kwargs) for v in values)  # type: ignore[return-value]
 
 
-def ml1m_genre_domains(inter: Interactions) -> tuple[Interactions, Interactions]:
-    """ML-1M split by each movie's first listed genre into 'action' and 'drama' (see ML1M_GENRE_DOMAINS)."""
+def genre_domains(inter: Interactions, groups: Mapping[str, Sequence[str]] = ML1M_GENRE_DOMAINS
+                  ) -> tuple[Interactions, ...]:
+    """One table per group of genres, a movie going to the group of its first listed genre (ML-1M lists
+    genres alphabetically); the default is the two PriCDSR domains of ``ML1M_GENRE_DOMAINS``."""
     if inter.item_features is None or "genre" not in inter.item_features:
         raise DataFormatError("the genre split needs an item 'genre' field (ML-1M's .item file)")
     first = inter.item_features["genre"].map(lambda g: g[0] if isinstance(g, list) and g else None)
-    lookup = {g: k for k, name in enumerate(ML1M_GENRE_DOMAINS) for g in ML1M_GENRE_DOMAINS[name]}
+    lookup = {g: k for k, name in enumerate(groups) for g in groups[name]}
     dom = np.zeros(len(inter.items.tokens), dtype=np.int64)
     codes = first.index.to_numpy()
     unknown = sorted({g if isinstance(g, str) else "<no genre>" for g in first if g not in lookup})
     if unknown:
         raise DataFormatError(f"genres {unknown} are not assigned to a domain; every movie needs a first genre "
-                              "listed in ML1M_GENRE_DOMAINS")
+                              "listed in one of the groups")
     dom[codes] = [lookup[g] for g in first]
-    return split_by_item(inter, dom, tuple(ML1M_GENRE_DOMAINS))  # type: ignore[arg-type]
+    return split_by_item(inter, dom, tuple(groups))
+
+
+def ml1m_genre_domains(inter: Interactions) -> tuple[Interactions, Interactions]:
+    """ML-1M split by each movie's first listed genre into 'action' and 'drama' (see ML1M_GENRE_DOMAINS)."""
+    return genre_domains(inter)  # type: ignore[return-value]
 
 
 def build(a: Interactions, b: Interactions, *, min_user: int = 5, min_item: int = 5) -> CrossDomainData:

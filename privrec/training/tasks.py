@@ -1,9 +1,26 @@
 """Tasks turn a :class:`~privrec.data.splits.Split` into model batches.
 
 A task owns everything about *inputs*; models own everything about *outputs*; the trainer
-and the evaluator only move batches between them. One task per kind of data:
-:class:`SequenceTask` for single-domain next-item prediction (SASRec, GRU4Rec, ...),
-:class:`CrossDomainTask` for two-domain sequential models (DASL).
+and the evaluator only move batches between them. Each task states its scenario — what a
+training sample is, what the model may see when it is evaluated, and what is held out —
+so two numbers can be compared only when their scenarios match.
+
+========================  =====================================  ==========================================
+task                      a training sample                      evaluated on
+========================  =====================================  ==========================================
+:class:`SequenceTask`     a window of ``max_len`` train items;   each user's held-out item (valid, then
+ (SASRec, GRU4Rec)        loss at its last ``stride`` positions  test) ranked from the items before it
+                          (``stride=1``: every prefix, RecBole)
+:class:`CrossDomainTask`  per user, target-domain positions      target domain's held-out item from its
+ (DASL, PriCDSR)          with an auxiliary row aligned to them  own history and the (published) aux row
+========================  =====================================  ==========================================
+
+Common to all: the split decides the held-out items (:mod:`privrec.data.splits`:
+``leave_one_out`` — last item test, second last validation; ``temporal_fraction`` — the
+last 20 % test), the validation history is the train part and the test history is
+train + validation, the test split is read once after model selection on validation, and
+full ranking covers every item (with or without masking the user's history: the
+evaluator's protocol, not the task, decides).
 """
 
 from __future__ import annotations
@@ -92,7 +109,14 @@ class _SplitEvaluation:
 
 @dataclass
 class SequenceTask(_SplitEvaluation):
-    """Single-domain next-item prediction over a split."""
+    """Single-domain next-item prediction over a split.
+
+    Scenario: a user's train items s_1..s_n are cut into windows by :func:`next_item_windows`
+    (every s_2..s_n a target exactly once per epoch, predicted from up to ``max_len`` items before
+    it); ``window_mode="last"`` keeps one window per user. At evaluation the model reads the last
+    ``max_len`` items of the stage history (train for validation, train + validation for test)
+    and scores every item for the held-out one. Nothing after a target is ever an input for it.
+    """
 
     split: Split
     n_items: int
@@ -159,6 +183,7 @@ def _row_sequences(rows: np.ndarray) -> Sequences:
 class CrossDomainTask(_SplitEvaluation):
     """Two-domain next-item prediction for DASL-style models (PriCDSR protocol).
 
+    Scenario: users are shared by both domains (:class:`~privrec.data.crossdomain.CrossDomainData`).
     The target domain is trained on its train split and evaluated (leave-one-out) on its
     validation and test items. The auxiliary domain enters only through ``aux_rows``: an
     (n_users + 1, L) front-padded matrix aligned with the shared user codes, which is either

@@ -2,6 +2,18 @@
 
 The test split is never touched here: :meth:`Trainer.fit` selects on validation only, and
 the caller evaluates the restored best model on test exactly once.
+
+Seams for the pipelines that need more than plain Adam:
+
+* ``make_optimizer(model, cfg)`` builds the optimizer (Opacus' ``DPOptimizer`` for DP-SGD);
+* :class:`Hook` objects see the fit start, every batch and every epoch, and their
+  ``state_dict()`` is saved in the training state (e.g. a count of noisy forward passes
+  for privacy accounting survives a resume);
+* a model's own extra state (``nn.Module.get_extra_state``, e.g. the state of the
+  ``torch.Generator`` that draws its aggregation noise) travels in ``state_dict()`` and is
+  therefore saved and restored on resume like the weights, so resumed noise is replayed exactly;
+* :meth:`Trainer.train_epochs` runs epochs without validation or early stopping (a
+  federated client's local round), :meth:`Trainer.fit` is the early-stopping loop.
 """
 
 from __future__ import annotations
@@ -11,7 +23,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -52,6 +64,35 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+class Hook:
+    """Observer of training; override what you need. ``state_dict``/``load_state_dict`` carry
+    whatever must survive a resume (it is stored with ``torch.save(weights_only=True)``: plain
+    Python numbers, strings, lists, dicts and tensors)."""
+
+    def on_fit_start(self, trainer: Trainer) -> None: ...
+    def on_batch_end(self, trainer: Trainer, batch: dict[str, torch.Tensor], loss: float) -> None: ...
+    def on_epoch_end(self, trainer: Trainer, epoch: int, row: dict) -> None: ...
+    def state_dict(self) -> dict:
+        return {}
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+def adam(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """The default optimizer: Adam with ``cfg.lr`` and ``cfg.weight_decay``."""
+    return torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def _to_cpu(value):
+    """Tensors (also inside dicts/lists of a model's extra state) detached and moved to the CPU."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {k: _to_cpu(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(v) for v in value)
+    return value
 
 
 class TrainableTask(Protocol):
@@ -95,19 +136,24 @@ class FitResult:
 
 class Trainer:
     def __init__(self, model: Recommender, task, cfg: TrainConfig, eval_cfg: EvalConfig = EvalConfig(),
-                 log: Callable[[str], None] | None = None):
+                 log: Callable[[str], None] | None = None, *,
+                 make_optimizer: Callable[[torch.nn.Module, TrainConfig], torch.optim.Optimizer] = adam,
+                 hooks: Sequence[Hook] = ()):
         self.cfg = cfg
         self.eval_cfg = eval_cfg
         self.device = resolve_device(cfg.device)
         self.model = model.to(self.device)
         self.task = task
         self.log = log or (lambda msg: None)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.optimizer = make_optimizer(self.model, cfg)
+        self.hooks = list(hooks)
+        self.rng = np.random.default_rng([cfg.seed, 1])     # batch order; its state is saved on resume
+        self.epochs_trained = 0                              # by fit() and train_epochs() together
 
-    def _epoch(self, rng: np.random.Generator, epoch: int) -> float:
+    def _epoch(self, epoch: int) -> float:
         self.model.train()
         total, count = 0.0, 0
-        batches = self.task.train_batches(self.cfg.batch_size, rng)
+        batches = self.task.train_batches(self.cfg.batch_size, self.rng)
         if self.cfg.progress:
             from tqdm.auto import tqdm
 
@@ -126,9 +172,28 @@ class Trainer:
             if self.cfg.grad_clip:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
             self.optimizer.step()
-            total += float(loss.detach())
+            value = float(loss.detach())
+            total += value
             count += 1
+            for hook in self.hooks:
+                hook.on_batch_end(self, batch, value)
+        self.epochs_trained += 1
         return total / max(count, 1)
+
+    def train_epochs(self, n: int) -> list[float]:
+        """Run ``n`` training epochs (no validation, no early stopping, no best-weight restore) and
+        return their mean losses. Successive calls continue the same batch-order stream, so two
+        calls of one epoch equal one call of two. For loops the caller owns, e.g. a federated
+        client's local round between aggregations."""
+        if n < 1:
+            raise ParameterError(f"n must be >= 1 epochs, got {n}")
+        losses = []
+        for _ in range(n):
+            epoch = self.epochs_trained + 1
+            losses.append(self._epoch(epoch))
+            for hook in self.hooks:
+                hook.on_epoch_end(self, epoch, {"epoch": epoch, "loss": losses[-1]})
+        return losses
 
     def validate(self) -> EvalResult:
         return evaluate(self.model, self.task, "valid", self.eval_cfg, self.device)
@@ -144,21 +209,22 @@ class Trainer:
         higher from the start when every epoch is validated, ``eval_every=1``; the cap is the
         one setting a state may differ in). The caller
         removes the file once the result is stored elsewhere."""
-        rng = np.random.default_rng([self.cfg.seed, 1])
         s = {"best_score": -math.inf, "best_state": None, "best_epoch": 0, "best_metrics": None,
              "best_n_users": 0, "history": [], "waited": 0, "epoch": 0, "train_time": 0.0, "elapsed": 0.0,
              "stopped": False}
         if state_path is not None and Path(state_path).exists():
-            s = self._load_state(Path(state_path), rng)
+            s = self._load_state(Path(state_path))
             if s["epoch"] > self.cfg.epochs:
                 raise CheckpointError(f"{state_path}: saved after epoch {s['epoch']}, beyond this run's cap of "
                                       f"{self.cfg.epochs} epochs; delete it or raise the cap")
             self.log(f"resuming from {state_path} after epoch {s['epoch']}")
+        for hook in self.hooks:
+            hook.on_fit_start(self)
         start = time.perf_counter() - s["elapsed"]
         epoch = s["epoch"]
         for epoch in range(s["epoch"] + 1, 0 if s["stopped"] else self.cfg.epochs + 1):
             t0 = time.perf_counter()
-            loss = self._epoch(rng, epoch)
+            loss = self._epoch(epoch)
             s["train_time"] += time.perf_counter() - t0
             row = {"epoch": epoch, "loss": round(loss, 5)}
             if epoch % self.cfg.eval_every == 0 or epoch == self.cfg.epochs:
@@ -181,8 +247,10 @@ class Trainer:
             s["history"].append(row)
             s["epoch"] = epoch
             s["elapsed"] = time.perf_counter() - start
+            for hook in self.hooks:
+                hook.on_epoch_end(self, epoch, row)
             if state_path is not None:
-                self._save_state(Path(state_path), s, rng)
+                self._save_state(Path(state_path), s)
             if s["stopped"]:
                 break
         if s["best_state"] is not None:
@@ -199,20 +267,20 @@ class Trainer:
         return {"train": d, "eval": self.eval_cfg.to_dict(), "model": type(self.model).__name__,
                 "model_config": self.model.config() if hasattr(self.model, "config") else None}
 
-    def _save_state(self, path: Path, s: dict, rng: np.random.Generator) -> None:
+    def _save_state(self, path: Path, s: dict) -> None:
         payload = {"format": STATE_FORMAT, "config": json.dumps(self._state_config(), sort_keys=True, default=str),
-                   "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
-                   "optimizer": self.optimizer.state_dict(), "numpy_rng": json.dumps(rng.bit_generator.state),
+                   "model": _to_cpu(self.model.state_dict()),
+                   "optimizer": self.optimizer.state_dict(), "numpy_rng": json.dumps(self.rng.bit_generator.state),
+                   "hooks": [_to_cpu(h.state_dict()) for h in self.hooks], "epochs_trained": self.epochs_trained,
                    "torch_rng": torch.get_rng_state(),
                    "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
                    "loop": json.dumps({k: v for k, v in s.items() if k != "best_state"}),
-                   "best_state": None if s["best_state"] is None else
-                   {k: v.detach().cpu() for k, v in s["best_state"].items()}}
+                   "best_state": None if s["best_state"] is None else _to_cpu(s["best_state"])}
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
             torch.save(payload, tmp)
 
-    def _load_state(self, path: Path, rng: np.random.Generator) -> dict:
+    def _load_state(self, path: Path) -> dict:
         try:
             payload = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:  # torch raises many types for foreign or corrupt files
@@ -225,16 +293,22 @@ class Trainer:
         if saved != json.loads(json.dumps(self._state_config(), sort_keys=True, default=str)):
             raise CheckpointError(f"{path}: saved by a run with a different training configuration; "
                                   "delete it or pass another path")
+        hooks = payload.get("hooks", [])
+        if len(hooks) != len(self.hooks):
+            raise CheckpointError(f"{path}: saved with {len(hooks)} training hook(s), this run has {len(self.hooks)}; "
+                                  "delete it or pass another path")
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
-        rng.bit_generator.state = json.loads(payload["numpy_rng"])
+        for hook, state in zip(self.hooks, hooks):
+            hook.load_state_dict(state)
+        self.epochs_trained = int(payload.get("epochs_trained", json.loads(payload["loop"])["epoch"]))
+        self.rng.bit_generator.state = json.loads(payload["numpy_rng"])
         torch.set_rng_state(payload["torch_rng"])
         if payload["cuda_rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(payload["cuda_rng"])
         s = json.loads(payload["loop"])
         s["best_score"] = float(s["best_score"])
-        s["best_state"] = None if payload["best_state"] is None else \
-            {k: v.to(self.device) for k, v in payload["best_state"].items()}
+        s["best_state"] = payload["best_state"]       # load_state_dict copies it onto the model's device
         return s
 
     def test(self) -> EvalResult:
