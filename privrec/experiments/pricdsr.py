@@ -35,7 +35,7 @@ from privrec.privacy.validate import check_epsilon
 from privrec.release.crossdomain import domain_rows, publish_domain_rows, read_domain_rows
 from privrec.training.tasks import CrossDomainTask
 from privrec.training.trainer import TrainConfig, Trainer
-from privrec.utils.repro import config_hash, environment, seed_everything
+from privrec.utils.repro import config_hash, environment, seed_torch
 
 VARIANTS = ("DASL-single", "DASL", "PriCDSR-DASL")
 SAMPLED = EvalConfig(mode="sampled", n_negatives=100, sampler="popularity", ks=(5, 10), metrics=("hr", "ndcg"))
@@ -93,7 +93,7 @@ def train_one(data: CrossDomainData, target: str, aux_rows: np.ndarray, variant:
     Returns {"fit": ..., "metrics": {"sampled": {...}, "full": {...}}}."""
     if variant not in VARIANTS:
         raise ParameterError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    seed_everything(seed)
+    seed_torch(seed)
     task = CrossDomainTask(data, target, aux_rows, cfg.max_len, cfg.window)
     model = DASL(data.n_users, [d.n_items for d in data.domains], target=data.names.index(target),
                  mode="single" if variant == "DASL-single" else "dual", embedding=cfg.embedding,

@@ -25,7 +25,7 @@ from privrec.models import build
 from privrec.training.checkpoint import save_checkpoint
 from privrec.training.tasks import SequenceTask
 from privrec.training.trainer import TrainConfig, Trainer
-from privrec.utils.repro import config_hash, environment, seed_everything
+from privrec.utils.repro import config_hash, environment, seed_torch
 
 SPLITS = ("leave_one_out", "temporal_fraction")
 
@@ -99,7 +99,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     task = SequenceTask(split, inter.n_items, cfg.max_len, cfg.window_mode, cfg.stride)
     runs = []
     for seed in cfg.seeds:
-        seed_everything(seed)
+        seed_torch(seed)
         model = build(cfg.model, n_items=inter.n_items, max_len=cfg.max_len, **cfg.resolved_model_config())
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log)
         log(f"[{cfg.model} seed {seed}] training on {task.n_train_targets:,} targets in {task.n_train_windows:,} windows "

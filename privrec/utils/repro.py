@@ -42,14 +42,15 @@ def make_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy's legacy global RNG and torch (CPU and CUDA)."""
-    import random
+def seed_torch(seed: int) -> None:
+    """Seed torch's global generator (CPU and CUDA) before building and training a model.
 
+    privrec's own random steps all take an explicit ``numpy.random.Generator``; torch's weight
+    initialisers and dropout take none, so they draw from the global generator, which the trainer
+    saves and restores on resume. Python's ``random`` and NumPy's legacy global RNG are left alone:
+    no privrec code reads them."""
     import torch
 
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
     torch.manual_seed(seed)
 
 
