@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from privrec.data.sequences import Sequences
+from privrec.errors import ParameterError
 from privrec.models import build
 from privrec.training.tasks import next_item_windows
 
@@ -81,3 +82,109 @@ def test_models_learn_a_deterministic_successor_rule(name):
         loss.backward()
         opt.step()
     assert float(loss.detach()) < 0.25 * first
+
+
+# ---- cloze (BERT4Rec)
+
+def _cloze_split():
+    from privrec.data.splits import leave_one_out
+
+    rows = [[]] + [list(range(100 * u + 1, 100 * u + 1 + n)) for u, n in enumerate([3, 4, 9, 15, 31], start=1)]
+    return rows, leave_one_out(Sequences.from_rows(rows))
+
+
+def test_cloze_chunks_hold_every_train_item_once_newest_chunk_full():
+    from privrec.training.tasks import cloze_chunks
+
+    rows, split = _cloze_split()
+    inp, lab, users = cloze_chunks(split.train, split.train, max_len=5)
+    assert np.array_equal(inp, lab)
+    for u in range(1, len(rows)):
+        train = rows[u][:-2]
+        mine = lab[users == u]
+        items = [int(x) for chunk in mine[::-1] for x in chunk if x > 0]
+        # chunks are newest first; chunks with < 2 items are dropped (only a user's oldest chunk can be short)
+        expected = train if len(train) % 5 != 1 else train[1:]
+        assert items == expected
+        if len(train) >= 2:
+            assert (mine[0] > 0).sum() == min(5, len(train))      # the newest chunk is as full as it can be
+    other = Sequences.from_rows([[]] + [[1]] * (len(rows) - 1))
+    with pytest.raises(ParameterError, match="position-aligned"):
+        cloze_chunks(split.train, other, max_len=5)
+
+
+def test_cloze_masks_at_least_one_real_item_per_chunk_at_the_stated_rate():
+    from privrec.training.tasks import ClozeTask
+
+    _, split = _cloze_split()
+    task = ClozeTask(split, n_items=600, max_len=5, mask_prob=0.2)
+    rng = np.random.default_rng(0)
+    lab = np.tile(task._labels, (400, 1))
+    seq, target = task.mask(lab, lab, rng)
+    hidden = seq == task.mask_token
+    assert hidden.any(1).all() and (target[hidden] == lab[hidden]).all() and (target[~hidden] == 0).all()
+    assert (seq[~hidden] == lab[~hidden]).all() and not (hidden & (lab == 0)).any()
+    rate = hidden.sum() / (lab > 0).sum()
+    # 0.2 plus the forced item in rows that drew none: E[forced] = sum over chunks of P(no draw) = 0.8^len
+    lengths = (task._labels > 0).sum(1)
+    expected = (0.2 * lengths + 0.8 ** lengths).sum() / lengths.sum()
+    assert abs(rate - expected) < 0.01
+
+
+def test_cloze_reads_filtered_inputs_and_predicts_true_labels():
+    from privrec.training.tasks import ClozeTask
+
+    _, split = _cloze_split()
+    fake = Sequences(split.train.indptr, split.train.items + 1000)      # a "perturbation": every item shifted
+    hist = split.history("valid")
+    task = ClozeTask(split, n_items=2000, max_len=5, inputs=fake,
+                     eval_inputs={"valid": Sequences(hist.indptr, hist.items + 1000)})
+    batch = next(task.train_batches(64, np.random.default_rng(1)))
+    seq, target = batch["seq"].numpy(), batch["target"].numpy()
+    visible = (seq > 0) & (seq != task.mask_token)
+    assert (seq[visible] > 1000).all() and (target[target > 0] < 1000).all()
+    ev = task.eval_batch("valid", np.array([3]))["seq"].numpy()
+    assert (ev[ev > 0] > 1000).all()
+    assert "privacy-filtered" in task.describe()
+    with pytest.raises(ParameterError, match="mask_prob"):
+        ClozeTask(split, n_items=600, mask_prob=0.0)
+
+
+def test_bert4rec_is_bidirectional_and_scores_a_final_mask():
+    torch.manual_seed(0)
+    model = build("bert4rec", n_items=30, max_len=6).eval()
+    seq = torch.tensor([[0, 0, 3, 4, 5, 6]])
+    changed = seq.clone()
+    changed[0, -1] = 9
+    with torch.no_grad():
+        a, b = model.encode(seq), model.encode(changed)
+        assert not torch.allclose(a[:, 2], b[:, 2])              # a later item changes an earlier state
+        scores = model.score({"seq": seq, "user": torch.tensor([1])})
+        by_hand = model.logits(model.encode(torch.tensor([[0, 3, 4, 5, 6, model.mask_token]]))[:, -1])
+        padded = model.score({"seq": torch.tensor([[0, 0, 0, 0, 0, 0, 3, 4, 5, 6]]), "user": torch.tensor([1])})
+    assert scores.shape == (1, 31) and scores[0, 0] == -torch.inf   # the [mask] id is never a candidate
+    torch.testing.assert_close(scores, by_hand)
+    torch.testing.assert_close(scores, padded)
+
+
+def test_bert4rec_learns_a_deterministic_successor_rule_by_cloze():
+    from privrec.data.splits import leave_one_out
+    from privrec.training.tasks import ClozeTask
+
+    torch.manual_seed(0)
+    n = 20
+    rows = [[]] + [[(s + j) % n + 1 for j in range(9)] for s in range(n)]
+    task = ClozeTask(leave_one_out(Sequences.from_rows(rows)), n_items=n, max_len=7, mask_prob=0.3)
+    model = build("bert4rec", n_items=n, max_len=7, dropout=0.0, attn_dropout=0.0)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        for batch in task.train_batches(32, rng):
+            opt.zero_grad()
+            model.loss(batch).backward()
+            opt.step()
+    model.eval()
+    with torch.no_grad():
+        scores = model.score(task.eval_batch("test", np.arange(1, n + 1)))
+    truth = task.stage_targets("test").items
+    assert (scores.argmax(1).numpy() == truth).mean() > 0.5          # chance: 0.05

@@ -12,7 +12,7 @@ from privrec.models import MODELS
 
 
 @click.command()
-@click.argument("model", type=click.Choice(sorted(m for m in MODELS if m != "dasl"), case_sensitive=False))
+@click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task != "cross_domain"), case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
 @click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw"]), default="recbole",
               show_default=True,
@@ -97,7 +97,7 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     from privrec.experiments import sequential as seq
     from privrec.experiments.report import text_table
     from privrec.inference import TrainedModel
-    from privrec.training.tasks import SequenceTask
+    from privrec.training.tasks import task_for
 
     trained = TrainedModel.load(checkpoint)
     cfg = trained.meta.get("config")
@@ -107,7 +107,7 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     if len(inter.items.tokens) != len(trained.items.tokens) or not np.array_equal(
             inter.items.tokens.astype(str), trained.items.tokens.astype(str)):
         raise ParameterError(f"{checkpoint}: the dataset {cfg['dataset']!r} no longer matches the model's item ids")
-    task = SequenceTask(split, inter.n_items, trained.max_len, cfg.get("window_mode", "all"))
+    task = task_for(trained.model, split, inter.n_items, trained.max_len, window_mode=cfg.get("window_mode", "all"))
     if mask_history is None:             # the protocol the model was trained and selected under
         mask_history = bool(cfg.get("eval", {}).get("mask_history", True))
     ec = eval_config(eval_mode, negatives, sampler, mask_history, seed, ks)

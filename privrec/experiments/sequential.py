@@ -23,7 +23,7 @@ from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments.report import aggregate, markdown_table, pm
 from privrec.models import build
 from privrec.training.checkpoint import save_checkpoint
-from privrec.training.tasks import SequenceTask
+from privrec.training.tasks import task_for
 from privrec.training.trainer import TrainConfig, Trainer
 from privrec.utils.repro import config_hash, environment, seed_torch
 
@@ -45,6 +45,8 @@ PROTOCOLS: dict[str, dict] = {
 DEFAULT_MODEL_CONFIG = {
     "sasrec": {"hidden": 64, "layers": 2, "heads": 2, "inner": 256, "dropout": 0.5, "attn_dropout": 0.5},
     "gru4rec": {"embedding": 64, "hidden": 128, "layers": 1, "dropout": 0.3},
+    "bert4rec": {"hidden": 64, "layers": 2, "heads": 2, "inner": 256, "dropout": 0.2, "attn_dropout": 0.2,
+                 "mask_prob": 0.2},
 }
 
 
@@ -96,14 +98,15 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     inter, split = data if data is not None else prepare(cfg.dataset, cfg.preprocessing, cfg.split)
     log(f"{cfg.dataset}: {inter.n_users:,} users, {inter.n_items:,} items, {len(inter):,} interactions "
         f"after preprocessing ({time.perf_counter() - t0:.1f}s)")
-    task = SequenceTask(split, inter.n_items, cfg.max_len, cfg.window_mode, cfg.stride)
+    task = None
     runs = []
     for seed in cfg.seeds:
         seed_torch(seed)
         model = build(cfg.model, n_items=inter.n_items, max_len=cfg.max_len, **cfg.resolved_model_config())
+        if task is None:                # the model decides how it is trained (windows, cloze)
+            task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode, stride=cfg.stride)
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log)
-        log(f"[{cfg.model} seed {seed}] training on {task.n_train_targets:,} targets in {task.n_train_windows:,} windows "
-            f"(stride {cfg.stride or cfg.max_len}, mean context {task.mean_context:.1f} items)")
+        log(f"[{cfg.model} seed {seed}] training on {task.describe()}")
         fit = trainer.fit(None if state_dir is None else Path(state_dir) / f"{_run_hash(cfg, split)}-seed{seed}.pt")
         test = trainer.test()
         log(f"[{cfg.model} seed {seed}] best epoch {fit.best_epoch}; test " +

@@ -14,6 +14,7 @@ from torch import nn
 
 class Recommender(nn.Module):
     name: str = "recommender"
+    task: str = "windows"       # how it is trained: privrec.training.tasks.task_for picks the task
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         raise NotImplementedError

@@ -67,6 +67,7 @@ class _Attention(nn.Module):
 
 class DASL(Recommender):
     name = "dasl"
+    task = "cross_domain"     # trained by CrossDomainTask
 
     def __init__(self, n_users: int, n_items: tuple[int, int] | list[int], target: int = 0, mode: str = "dual",
                  embedding: int = 64, window: int = 10, attention: int = 20, dropout: float = 0.5,

@@ -11,7 +11,9 @@ from privrec.errors import ParameterError
 from privrec.models.base import NextItemModel
 
 
-class CausalSelfAttentionBlock(nn.Module):
+class SelfAttentionBlock(nn.Module):
+    """Post-LN transformer block; the boolean ``mask`` (True = may attend) decides causal or bidirectional."""
+
     def __init__(self, hidden: int, heads: int, inner: int, dropout: float, attn_dropout: float, eps: float):
         super().__init__()
         if hidden % heads:
@@ -51,7 +53,7 @@ class SASRec(NextItemModel):
         self.norm = nn.LayerNorm(hidden, eps=layer_norm_eps)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            CausalSelfAttentionBlock(hidden, heads, inner, dropout, attn_dropout, layer_norm_eps) for _ in range(layers))
+            SelfAttentionBlock(hidden, heads, inner, dropout, attn_dropout, layer_norm_eps) for _ in range(layers))
         self.apply(lambda m: _init(m, init_std))
 
     def config(self) -> dict:

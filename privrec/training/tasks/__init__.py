@@ -1,0 +1,46 @@
+"""Tasks turn a :class:`~privrec.data.splits.Split` into model batches.
+
+A task owns everything about *inputs*; models own everything about *outputs*; the trainer
+and the evaluator only move batches between them. Each task states its scenario — what a
+training sample is, what the model may see when it is evaluated, and what is held out —
+so two numbers can be compared only when their scenarios match.
+
+========================  =====================================  ==========================================
+task                      a training sample                      evaluated on
+========================  =====================================  ==========================================
+:class:`SequenceTask`     a window of ``max_len`` train items;   each user's held-out item (valid, then
+ (SASRec, GRU4Rec)        loss at its last ``stride`` positions  test) ranked from the items before it
+                          (``stride=1``: every prefix, RecBole)
+:class:`ClozeTask`       a chunk of ``max_len`` train items,    as SequenceTask; the model reads the history
+ (BERT4Rec)               each hidden behind [mask] w.p. 0.2;    and a final [mask]
+                          inputs may be privacy-filtered
+:class:`CrossDomainTask`  per user, target-domain positions      target domain's held-out item from its
+ (DASL, PriCDSR)          with an auxiliary row aligned to them  own history and the (published) aux row
+========================  =====================================  ==========================================
+
+Common to all: the split decides the held-out items (:mod:`privrec.data.splits`:
+``leave_one_out`` — last item test, second last validation; ``temporal_fraction`` — the
+last 20 % test), the validation history is the train part and the test history is
+train + validation, the test split is read once after model selection on validation, and
+full ranking covers every item (with or without masking the user's history: the
+evaluator's protocol, not the task, decides).
+"""
+
+from privrec.training.tasks.base import SplitEvaluation
+from privrec.training.tasks.cloze import ClozeTask, cloze_chunks
+from privrec.training.tasks.cross_domain import CrossDomainTask
+from privrec.training.tasks.windows import WINDOW_MODES, SequenceTask, mean_context, next_item_windows
+
+
+def task_for(model, split, n_items: int, max_len: int, *, window_mode: str = "all", stride: int | None = None):
+    """The single-domain training task a model is trained with (``model.task``): windows for
+    SASRec/GRU4Rec, cloze for BERT4Rec (its ``mask_prob``)."""
+    kind = getattr(model, "task", "windows")
+    if kind == "cloze":
+        return ClozeTask(split, n_items, max_len, mask_prob=model.mask_prob)
+    if kind == "windows":
+        return SequenceTask(split, n_items, max_len, window_mode, stride)
+    raise ValueError(f"{type(model).__name__}.task = {kind!r} is not a single-domain training task")
+
+__all__ = ["WINDOW_MODES", "ClozeTask", "CrossDomainTask", "SequenceTask", "SplitEvaluation", "cloze_chunks",
+           "mean_context", "next_item_windows", "task_for"]
