@@ -97,3 +97,30 @@ def test_atomic_outputs_get_normal_permissions(tmp_path):
         os.umask(umask)
     assert stat.S_IMODE((tmp_path / "report").stat().st_mode) == 0o755
     assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == 0o644
+
+
+def test_temporaries_of_a_killed_writer_are_removed_by_the_next_write(tmp_path):
+    import subprocess
+    import sys
+
+    from privrec.utils.io import atomic_dir, clean_stale, write_text_atomic
+
+    target = tmp_path / "out.csv"
+    code = ("import os, signal, sys\nfrom privrec.utils.io import atomic_path, atomic_dir\n"
+            f"with atomic_path({str(target)!r}) as tmp:\n    tmp.write_bytes(b'x' * 1000)\n"
+            f"    with atomic_dir({str(tmp_path / 'rep')!r}) as d:\n        (d / 'a').write_text('a')\n"
+            "        os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", code])
+    assert proc.returncode == -9
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert len(left) == 2 and all(n.endswith(".tmp") for n in left)          # what a SIGKILL leaves
+    live = tmp_path / f".out.csv.{__import__('os').getpid()}.abc.tmp"        # a live writer's file is kept
+    live.write_text("in progress")
+    write_text_atomic(target, "done")
+    with atomic_dir(tmp_path / "rep") as d:
+        (d / "b").write_text("b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, "out.csv", "rep"])
+    # a folder killed between atomic_dir's two renames comes back before anything else happens
+    (tmp_path / "rep").rename(tmp_path / ".rep.old")
+    clean_stale(tmp_path / "rep")
+    assert [p.name for p in (tmp_path / "rep").iterdir()] == ["b"] and not (tmp_path / ".rep.old").exists()

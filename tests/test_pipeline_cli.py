@@ -16,11 +16,11 @@ from privrec.training.trainer import TrainConfig
 def tiny_cfg(path, model="sasrec", seeds=(0,)):
     return seq.SequentialConfig(
         dataset=str(path), model=model, preprocessing=Preprocessing(), max_len=6,
-        model_config={"hidden": 16, "inner": 32} if model == "sasrec" else {"embedding": 16, "hidden": 16},
+        model_config={"hidden": 16, "inner": 32} if model in ("sasrec", "bert4rec") else {"embedding": 16, "hidden": 16},
         train=TrainConfig(epochs=3, batch_size=16, lr=5e-3, progress=False), eval=EvalConfig(ks=(5, 10)), seeds=seeds)
 
 
-@pytest.mark.parametrize("model", ["sasrec", "gru4rec"])
+@pytest.mark.parametrize("model", ["sasrec", "gru4rec", "bert4rec"])
 def test_run_is_reproducible_and_saves_a_usable_checkpoint(tiny_inter_file, tmp_path, model):
     out = tmp_path / "run"
     out.mkdir()
@@ -88,6 +88,16 @@ def test_cli_train_recommend_evaluate(tiny_inter_file, tmp_path, capsys):
     assert err.startswith("error: unknown user id(s) ['nobody']") and err.count("\n") == 1
 
 
+def test_cli_train_never_replaces_a_folder_of_user_files(tiny_inter_file, tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work")
+    rc = main(["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
+               "--epochs", "1", "--out", str(out), "--quiet"])
+    assert rc == 2 and "privrec never deletes" in capsys.readouterr().err
+    assert [f.name for f in out.iterdir()] == ["thesis.tex"] and not (tmp_path / "mine.state").exists()
+
+
 @pytest.mark.parametrize("args,needle", [
     (["train", "sasrec", "--dataset", "no-such-data"], "neither a known dataset"),
     (["datasets", "fetch", "ml-10"], "unknown dataset 'ml-10'"),
@@ -121,3 +131,19 @@ def test_cli_help_on_every_command(capsys):
                 ["publish", "--help"], ["guarantee", "--help"], ["audit", "--help"], ["results", "merge", "--help"]):
         assert main(cmd) == 0
     assert "Usage" in capsys.readouterr().out
+
+
+def test_a_checkpoint_altered_after_saving_is_refused(tiny_inter_file, tmp_path, capsys):
+    import torch
+
+    out = tmp_path / "run"
+    out.mkdir()
+    seq.run(tiny_cfg(tiny_inter_file, "gru4rec"), out_dir=out, log=lambda m: None)
+    path = out / "gru4rec-seed0.pt"
+    TrainedModel.load(path)                                           # as written: accepted
+    payload = torch.load(path, weights_only=True)
+    name = next(iter(payload["state_dict"]))
+    payload["state_dict"][name].view(-1)[0] += 1e-3                   # one weight nudged
+    torch.save(payload, path)
+    assert main(["recommend", str(path), "--user", "u1"]) == 2
+    assert "SHA-256 mismatch" in capsys.readouterr().err

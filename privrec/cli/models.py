@@ -52,6 +52,7 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
     from privrec.experiments.report import text_table, write_report
     from privrec.models import MODELS as registry
     from privrec.models import check_config
+    from privrec.release.folder import check_replaceable
     from privrec.training.trainer import TrainConfig, resolve_device
     from privrec.utils.io import atomic_dir
 
@@ -72,6 +73,7 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
+    check_replaceable(out_dir, "report folder")      # before hours of training, not after: never delete user files
     log = lambda msg: click.echo(msg, err=True)
     state_dir = Path(str(out_dir).rstrip("/") + ".state")   # per-epoch training state: a killed run resumes
     with atomic_dir(out_dir) as tmp:

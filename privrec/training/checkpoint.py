@@ -1,9 +1,14 @@
 """Checkpoints: everything needed to use a trained model later (weights, config, id maps,
 user histories, provenance), stored with ``torch.save`` and read with ``weights_only=True``.
+
+The payload carries a SHA-256 over the weights, id maps and histories; a reader recomputes it
+and refuses a file whose content changed after it was written (bit rot, a partial copy, an
+edit), since altered weights would otherwise load and silently change every metric.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -34,6 +39,7 @@ def save_checkpoint(path: str | os.PathLike, model: Recommender, *, users: IdMap
         "max_len": int(max_len),
         "meta": meta,
     }
+    payload["content_sha256"] = content_digest(payload)
     with atomic_path(path) as tmp:
         torch.save(payload, tmp)
     return Path(path)
@@ -49,9 +55,30 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
         raise CheckpointError(f"{path}: not a readable privrec checkpoint ({type(exc).__name__}: {exc})") from exc
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a {FORMAT} file; re-train with this version of privrec")
+    if "content_sha256" in payload and payload["content_sha256"] != content_digest(payload):
+        raise CheckpointError(f"{path}: its weights or histories differ from what was saved (SHA-256 mismatch): the "
+                              "file is corrupted or was edited; restore it from a copy or train again")
     if payload["model"] not in MODELS:
         raise CheckpointError(f"{path}: model {payload['model']!r} is unknown to this privrec version")
     return payload
+
+
+def content_digest(payload: dict) -> str:
+    """SHA-256 over the model name, its weights (sorted by name), the id maps and the histories."""
+    h = hashlib.sha256(str(payload["model"]).encode())
+    for name in sorted(payload["state_dict"]):
+        value = payload["state_dict"][name]
+        h.update(name.encode() + b"\0")
+        if isinstance(value, torch.Tensor):
+            h.update(str(value.dtype).encode() + str(tuple(value.shape)).encode())
+            h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        else:
+            h.update(repr(value).encode())
+    for key in ("users", "items"):
+        h.update("\0".join(payload[key]).encode() + b"\1")
+    for key in ("history_indptr", "history_items"):
+        h.update(payload[key].numpy().tobytes())
+    return h.hexdigest()
 
 
 def model_from_checkpoint(payload: dict) -> Recommender:

@@ -1,11 +1,15 @@
 """Atomic output: write to a temporary sibling, then rename.
 
-A crash or an exception leaves either the old file or no file, never a partial one.
+A crash or an exception leaves either the old file or no file, never a partial one. Temporary
+siblings are named ``.NAME.<pid>.<random>.tmp``; one left by a process that no longer runs
+(SIGKILL, power loss) is removed by the next write to the same target, and a folder caught
+between its two renames (``.NAME.old`` present, ``NAME`` missing) is restored first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -23,7 +27,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    clean_stale(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -43,7 +48,8 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     target = Path(path)
     created = _missing_parents(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    clean_stale(target)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent))
     _default_mode(tmp, 0o777)                       # mkdtemp creates 0700
     try:
         yield tmp
@@ -63,6 +69,36 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
             except OSError:
                 break
         raise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:             # someone else's live process
+        return True
+    return True
+
+
+def clean_stale(target: Path) -> list[Path]:
+    """Remove ``target``'s temporary siblings whose writing process is gone; restore a folder
+    left as ``.NAME.old`` by a kill between atomic_dir's two renames. Returns what was removed."""
+    removed = []
+    prefix = f".{target.name}."
+    for sibling in target.parent.glob(f"{glob.escape(prefix)}*.tmp"):
+        pid = sibling.name[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue                    # not ours, or its writer still runs
+        if sibling.is_dir() and not sibling.is_symlink():
+            shutil.rmtree(sibling, ignore_errors=True)
+        else:
+            sibling.unlink(missing_ok=True)
+        removed.append(sibling)
+    backup = target.with_name(f".{target.name}.old")
+    if backup.is_dir() and not target.exists():
+        os.replace(backup, target)
+    return removed
 
 
 def _default_mode(path: Path, base: int) -> None:
