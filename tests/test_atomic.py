@@ -124,3 +124,16 @@ def test_temporaries_of_a_killed_writer_are_removed_by_the_next_write(tmp_path):
     (tmp_path / "rep").rename(tmp_path / ".rep.old")
     clean_stale(tmp_path / "rep")
     assert [p.name for p in (tmp_path / "rep").iterdir()] == ["b"] and not (tmp_path / ".rep.old").exists()
+
+
+def test_a_binary_file_is_refused_as_not_text(tmp_path):
+    from privrec.data.atomic import read_atomic
+    from privrec.errors import DataFormatError
+
+    path = tmp_path / "x.inter"
+    path.write_bytes(b"user_id:token\titem_id:token\n\xff\xfe\x00\x81\n")
+    with pytest.raises(DataFormatError, match="not UTF-8 text"):
+        read_atomic(path)
+    path.write_bytes(b"\xff\xfe\x00\x81")
+    with pytest.raises(DataFormatError, match="not UTF-8 text"):
+        read_atomic(path)

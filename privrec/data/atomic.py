@@ -57,8 +57,11 @@ def read_atomic(
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(f"{path}: no such file; check the path or run `privrec datasets fetch`")
-    with open(path, encoding="utf-8", newline="") as fh:
-        header = fh.readline()
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            header = fh.readline()
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(_not_text(path, exc)) from exc
     if not header:
         raise EmptyDataError(f"{path}: the file is empty; an atomic file needs a 'name:type' header and data rows")
     fields = parse_header(header, path)
@@ -82,6 +85,8 @@ def read_atomic(
     except pd.errors.ParserError as exc:
         raise DataFormatError(f"{path}: malformed row ({exc}); every row needs {len(names)} tab-separated "
                               "fields matching the header") from exc
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(_not_text(path, exc)) from exc
     if len(frame) == 0:
         raise EmptyDataError(f"{path}: header found but no data rows")
     # CRLF files leave '\r' on the last column
@@ -92,6 +97,11 @@ def read_atomic(
     for col, ftype in types.items():
         frame[col] = _convert(frame[col], ftype, path, col)
     return frame, types
+
+
+def _not_text(path: Path, exc: UnicodeDecodeError) -> str:
+    return (f"{path}: not UTF-8 text (undecodable byte at offset {exc.start}); an atomic file is tab-separated "
+            "UTF-8 text with a 'name:type' header: check the path or re-save the file as UTF-8")
 
 
 def _convert(col: pd.Series, ftype: str, path: Path, name: str) -> pd.Series:

@@ -389,7 +389,10 @@ def _abs_logit(k: np.ndarray) -> np.ndarray:
 
 
 def _rr_event(q: float) -> dp_accounting.DpEvent:
-    """Two-bucket randomised response reporting the truth w.p. 1 - q: noise_parameter = 2q."""
+    """Two-bucket randomised response reporting the truth w.p. 1 - q: noise_parameter = 2q. At
+    q = 1/2 (keep = 1/2, e.g. n = 1 and eps = 1) the output does not depend on the input: a no-op."""
+    if q >= 0.5:
+        return dp_accounting.NoOpDpEvent()
     return dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 * q, num_buckets=2)
 
 

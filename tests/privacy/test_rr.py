@@ -398,3 +398,9 @@ def test_audit_lower_bound_stays_below_the_per_item_epsilon():
                          case["key_or_statistic"], n=40_000, rng=np.random.default_rng(2024))
     assert not res.violates_claim and res.lower_bound <= true_eps
     assert res.lower_bound > 0.8 * true_eps
+
+
+def test_keep_one_half_is_a_no_op_per_item():
+    """n = 1, eps = 1: keep = 1/2, the output is independent of the input (was an accountant crash)."""
+    item, user = rr.guarantee(1.0, PAIRS4, lengths=[1]).related
+    assert item.epsilon == 0.0 and user.epsilon == 0.0
