@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -174,10 +175,11 @@ class PairMerges:
         """The items a token covers, oldest first."""
         if not 0 < token <= self.vocab_size:
             raise ParameterError(f"token {token} is outside 1..{self.vocab_size}")
-        return tuple(int(t) for t in self.expansion_table()[1][token])
+        return tuple(int(t) for t in self.expansion_table[1][token])
 
+    @cached_property
     def expansion_table(self) -> tuple[np.ndarray, list[np.ndarray]]:
-        """(first item, items) per token id 0..vocab_size; entry 0 (padding) is empty."""
+        """(first item, items) per token id 0..vocab_size; entry 0 (padding) is empty. Built once."""
         seqs: list[np.ndarray] = [np.zeros(0, np.int64)] + [np.array([i], np.int64) for i in range(1, self.n_items + 1)]
         for a, b in zip(self.left, self.right):
             seqs.append(np.concatenate([seqs[a], seqs[b]]))
@@ -186,7 +188,7 @@ class PairMerges:
 
     def first_items(self) -> np.ndarray:
         """Per token id, the first (oldest) item it covers: the next item when the token is predicted next."""
-        return self.expansion_table()[0]
+        return self.expansion_table[0]
 
     def encode(self, seqs: Sequences) -> Sequences:
         """Segment sequences of items into tokens with the learned merges (lowest rank first)."""

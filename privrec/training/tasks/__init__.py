@@ -26,6 +26,7 @@ full ranking covers every item (with or without masking the user's history: the
 evaluator's protocol, not the task, decides).
 """
 
+from privrec.errors import ParameterError
 from privrec.training.tasks.base import SplitEvaluation
 from privrec.training.tasks.cloze import ClozeTask, cloze_chunks
 from privrec.training.tasks.cross_domain import CrossDomainTask
@@ -40,7 +41,7 @@ def task_for(model, split, n_items: int, max_len: int, *, window_mode: str = "al
         return ClozeTask(split, n_items, max_len, mask_prob=model.mask_prob)
     if kind == "windows":
         return SequenceTask(split, n_items, max_len, window_mode, stride)
-    raise ValueError(f"{type(model).__name__}.task = {kind!r} is not a single-domain training task")
+    raise ParameterError(f"{type(model).__name__}.task = {kind!r} is not a single-domain training task")
 
 __all__ = ["WINDOW_MODES", "ClozeTask", "CrossDomainTask", "SequenceTask", "SplitEvaluation", "cloze_chunks",
            "mean_context", "next_item_windows", "task_for"]
