@@ -132,22 +132,32 @@ def test_cloze_masks_at_least_one_real_item_per_chunk_at_the_stated_rate():
 
 
 def test_cloze_reads_filtered_inputs_and_predicts_true_labels():
-    from privrec.training.tasks import ClozeTask
+    from privrec.training.tasks import ClozeTask, private_inputs
 
     _, split = _cloze_split()
-    fake = Sequences(split.train.indptr, split.train.items + 1000)      # a "perturbation": every item shifted
-    hist = split.history("valid")
-    task = ClozeTask(split, n_items=2000, max_len=5, inputs=fake,
-                     eval_inputs={"valid": Sequences(hist.indptr, hist.items + 1000)})
+    hist = split.history("test")
+    fake = Sequences(hist.indptr, hist.items + 1000)       # a "perturbation" of the test history: every item shifted
+    published = np.ones(hist.n_rows, bool)
+    published[2] = False                                   # user 2 refused to publish
+    private = private_inputs(split, fake, published)
+    task = ClozeTask(split, n_items=2000, max_len=5, private=private)
     batch = next(task.train_batches(64, np.random.default_rng(1)))
     seq, target = batch["seq"].numpy(), batch["target"].numpy()
     visible = (seq > 0) & (seq != task.mask_token)
     assert (seq[visible] > 1000).all() and (target[target > 0] < 1000).all()
+    assert 2 not in task._users and set(task._users) == {u for u in range(1, hist.n_rows) if u != 2 and
+                                                         split.train.lengths[u] >= 2}
     ev = task.eval_batch("valid", np.array([3]))["seq"].numpy()
-    assert (ev[ev > 0] > 1000).all()
+    assert (ev[ev > 0] > 1000).all() and (ev > 0).sum() == min(5, split.train.lengths[3])   # valid: the train prefix
+    ev = task.eval_batch("test", np.array([3]))["seq"].numpy()
+    assert np.array_equal(ev[0][ev[0] > 0], hist.row(3)[-5:] + 1000)
+    assert not task.eval_batch("test", np.array([2]))["seq"].numpy().any()       # the refusing user reads nothing
     assert "privacy-filtered" in task.describe()
     with pytest.raises(ParameterError, match="mask_prob"):
         ClozeTask(split, n_items=600, mask_prob=0.0)
+    short = Sequences.from_rows([hist.row(u)[:-1] for u in range(hist.n_rows)])
+    with pytest.raises(ParameterError, match="keep every position"):
+        private_inputs(split, short)
 
 
 def test_bert4rec_is_bidirectional_and_scores_a_final_mask():

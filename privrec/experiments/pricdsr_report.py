@@ -20,9 +20,7 @@ LOSS_RISE = 1.2
 
 
 def value(r: RunRecord, column: str) -> float:
-    """``"ndcg@10 (sampled)"`` → ``r.metrics["sampled"]["ndcg@10"]``."""
-    metric, _, proto = column.partition(" (")
-    return r.metric(proto.rstrip(")"), metric)
+    return r.column(column)
 
 
 def _group(r: RunRecord) -> tuple:

@@ -58,6 +58,11 @@ class RunRecord:
     def metric(self, protocol: str, name: str) -> float:
         return float(self.metrics[protocol][name])
 
+    def column(self, column: str) -> float:
+        """A report column such as ``"ndcg@10 (sampled)"``: ``metrics["sampled"]["ndcg@10"]``."""
+        metric, _, proto = column.partition(" (")
+        return self.metric(proto.rstrip(")"), metric)
+
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from privrec.errors import ParameterError
 from privrec.models.base import NextItemModel, Recommender
-from privrec.models.bert4rec import BERT4Rec
+from privrec.models.bert4rec import BERT4Rec, MergedBERT4Rec
 from privrec.models.dasl import DASL
 from privrec.models.gru4rec import GRU4Rec
 from privrec.models.sasrec import SASRec
 
-MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "bert4rec": BERT4Rec, "dasl": DASL}
+MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "bert4rec": BERT4Rec,
+                                     "rr-bert4rec": MergedBERT4Rec, "dasl": DASL}
 
 
 def check_config(cls: type[Recommender], config: dict) -> None:
@@ -49,4 +50,4 @@ def build(name: str, **config) -> Recommender:
     return cls(**config)
 
 
-__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "BERT4Rec", "DASL", "GRU4Rec", "SASRec"]
+__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec"]

@@ -629,3 +629,16 @@ def paired_map(embeddings: np.ndarray, k: int = 10, *, max_k: int | None = None,
     return AlternativeMap(alt=alt, method="paired (involution from the min-weight cycle cover)",
                           distances=_alt_distances(x, alt), k=first_cover.k if first_cover else None,
                           fallback=first_cover.fallback if first_cover else None, info=info)
+
+
+def random_map(n_items: int, rng: np.random.Generator) -> AlternativeMap:
+    """Alternatives with no semantics: one uniformly random cycle through all items (a bijection
+    without fixed points, so Theorem 3.1 holds exactly as for :func:`injective_map`). The
+    baseline of the "what do semantic alternatives buy" ablation."""
+    if not isinstance(n_items, (int, np.integer)) or n_items < 2:
+        raise ParameterError(f"n_items must be an integer >= 2 (an item needs another item as alternative), got {n_items!r}")
+    order = rng.permutation(np.arange(1, n_items + 1))
+    alt = np.zeros(n_items + 1, dtype=np.int64)
+    alt[order] = np.roll(order, -1)
+    return AlternativeMap(alt=alt, method="uniformly random cycle (no semantics)",
+                          distances=np.full(n_items, np.nan), info={})

@@ -79,11 +79,12 @@ def write_sequences(folder: Path, name: str, rows: np.ndarray, users: np.ndarray
             "format": "user_id, item_id, timestamp = position 1..L in the published row"}
 
 
-def read_sequences(path: Path, users: IdMap, items: IdMap, max_len: int) -> np.ndarray:
+def read_sequences(path: Path, users: IdMap, items: IdMap, max_len: int, require_all: bool = True) -> np.ndarray:
     """Published rows aligned to the consumer's user codes: shape (len(users) + 1, max_len).
 
-    Every published user must be one of ``users`` and every one of ``users`` must be published
-    (the sibling ``NAME.user`` lists users whose row is empty); items must be ``items``."""
+    Every published user must be one of ``users`` and (``require_all``) every one of ``users`` must
+    be published (the sibling ``NAME.user`` lists users whose row is empty; without
+    ``require_all`` an unpublished user's row is all padding); items must be ``items``."""
     frame = read_table(path)
     missing = {"user_id", "item_id", "timestamp"} - set(frame.columns)
     if missing:
@@ -109,7 +110,7 @@ def read_sequences(path: Path, users: IdMap, items: IdMap, max_len: int) -> np.n
         bad = published[ucodes == 0][:5].tolist()
         raise DataFormatError(f"{path}: users {bad} are unknown to the consumer; publish the rows of the same users")
     absent = np.setdiff1d(np.arange(1, len(users) + 1), ucodes)
-    if len(absent):
+    if len(absent) and require_all:
         raise DataFormatError(f"{path}: {len(absent)} of the consumer's users are not published (e.g. "
                               f"{users.decode(absent[:3]).tolist()}); publish the rows of every shared user")
     row_codes = users.encode(row_users)

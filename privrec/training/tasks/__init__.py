@@ -14,6 +14,8 @@ task                      a training sample                      evaluated on
 :class:`ClozeTask`       a chunk of ``max_len`` train items,    as SequenceTask; the model reads the history
  (BERT4Rec)               each hidden behind [mask] w.p. 0.2;    and a final [mask]
                           inputs may be privacy-filtered
+:class:`MergedClozeTask`  as ClozeTask over tokens of merged    as ClozeTask; items scored by their tokens
+ (Mu & Lim)               item pairs; labels = true spans
 :class:`CrossDomainTask`  per user, target-domain positions      target domain's held-out item from its
  (DASL, PriCDSR)          with an auxiliary row aligned to them  own history and the (published) aux row
 ========================  =====================================  ==========================================
@@ -30,18 +32,25 @@ from privrec.errors import ParameterError
 from privrec.training.tasks.base import SplitEvaluation
 from privrec.training.tasks.cloze import ClozeTask, cloze_chunks
 from privrec.training.tasks.cross_domain import CrossDomainTask
+from privrec.training.tasks.merged import MergedClozeTask, span_labels
+from privrec.training.tasks.private import PrivateInputs, private_inputs
 from privrec.training.tasks.windows import WINDOW_MODES, SequenceTask, mean_context, next_item_windows
 
 
-def task_for(model, split, n_items: int, max_len: int, *, window_mode: str = "all", stride: int | None = None):
+def task_for(model, split, n_items: int, max_len: int, *, window_mode: str = "all", stride: int | None = None,
+             private: PrivateInputs | None = None):
     """The single-domain training task a model is trained with (``model.task``): windows for
-    SASRec/GRU4Rec, cloze for BERT4Rec (its ``mask_prob``)."""
+    SASRec/GRU4Rec, cloze for BERT4Rec (its ``mask_prob``), cloze over merged tokens for
+    MergedBERT4Rec (its merges). ``private``: the model reads published (perturbed) histories."""
     kind = getattr(model, "task", "windows")
     if kind == "cloze":
-        return ClozeTask(split, n_items, max_len, mask_prob=model.mask_prob)
+        return ClozeTask(split, n_items, max_len, mask_prob=model.mask_prob, private=private)
+    if kind == "merged_cloze":
+        return MergedClozeTask(split, n_items, max_len, mask_prob=model.mask_prob, private=private,
+                               merges=model.merges)
     if kind == "windows":
-        return SequenceTask(split, n_items, max_len, window_mode, stride)
+        return SequenceTask(split, n_items, max_len, window_mode, stride, private=private)
     raise ParameterError(f"{type(model).__name__}.task = {kind!r} is not a single-domain training task")
 
-__all__ = ["WINDOW_MODES", "ClozeTask", "CrossDomainTask", "SequenceTask", "SplitEvaluation", "cloze_chunks",
-           "mean_context", "next_item_windows", "task_for"]
+__all__ = ["WINDOW_MODES", "ClozeTask", "CrossDomainTask", "MergedClozeTask", "PrivateInputs", "SequenceTask", "SplitEvaluation", "cloze_chunks",
+           "mean_context", "next_item_windows", "private_inputs", "span_labels", "task_for"]

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from privrec.data.sequences import Sequences, pad_left
-from privrec.data.splits import STAGES, Split
+from privrec.data.splits import Split
 from privrec.errors import ParameterError
 from privrec.training.tasks.base import SplitEvaluation
+from privrec.training.tasks.private import PrivateInputs
 
 
 def cloze_chunks(labels: Sequences, inputs: Sequences, max_len: int, min_items: int = 2
@@ -53,34 +54,34 @@ class ClozeTask(SplitEvaluation):
     ``max_len - 1`` items of the stage history (train for validation, train + validation for test)
     followed by [mask], and the held-out item is scored there.
 
-    Privacy-filtered training (Mu & Lim §3.2): ``inputs`` replaces what the model *reads* by a
-    position-aligned perturbation of the train sequences, while the labels stay the true train
-    items ("we do not apply randomised response to labels"); ``eval_inputs[stage]`` likewise
-    replaces the history the model reads at evaluation (what the user would upload). The
-    evaluator's history masking and negative sampling still use the true history.
+    Privacy-filtered training (Mu & Lim §3.2): with ``private``
+    (:class:`~privrec.training.tasks.private.PrivateInputs`) the model *reads* each user's
+    published (perturbed) history, in training and at evaluation, while the labels stay the true
+    train items ("we do not apply randomised response to labels"); users who did not publish
+    give no training chunk and are evaluated from an empty history. The evaluator's history
+    masking and negative sampling still use the true history.
     """
 
     split: Split
     n_items: int
     max_len: int = 200
     mask_prob: float = 0.2
-    inputs: Sequences | None = None
-    eval_inputs: dict[str, Sequences] = field(default_factory=dict)
+    private: PrivateInputs | None = None
 
     def __post_init__(self) -> None:
         if self.max_len < 2:
             raise ParameterError(f"max_len must be >= 2 (history + [mask]), got {self.max_len}")
         if not 0 < self.mask_prob < 1:
             raise ParameterError(f"mask_prob must lie in (0, 1), got {self.mask_prob}")
-        unknown = set(self.eval_inputs) - set(STAGES)
-        if unknown:
-            raise ParameterError(f"eval_inputs has unknown stages {sorted(unknown)}; use {STAGES}")
         self._history = {"valid": self.split.history("valid"), "test": self.split.history("test")}
-        for stage, seqs in self.eval_inputs.items():
-            if not np.array_equal(seqs.lengths, self._history[stage].lengths):
-                raise ParameterError(f"eval_inputs[{stage!r}] must be position-aligned with the {stage} history")
-        inputs = self.split.train if self.inputs is None else self.inputs
-        self._inputs, self._labels, self._users = cloze_chunks(self.split.train, inputs, self.max_len)
+        self._read = self._history if self.private is None else self.private.history
+        labels, inputs = self.split.train, self.split.train
+        if self.private is not None:
+            labels, inputs = self.private.labels(self.split.train), self.private.train
+        self._inputs, self._labels, self._users = self._chunks(labels, inputs)
+
+    def _chunks(self, labels: Sequences, inputs: Sequences) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return cloze_chunks(labels, inputs, self.max_len)
 
     @property
     def mask_token(self) -> int:
@@ -92,7 +93,8 @@ class ClozeTask(SplitEvaluation):
         return int((self._labels > 0).sum())
 
     def describe(self) -> str:
-        filtered = "privacy-filtered inputs, true labels" if self.inputs is not None else "true inputs"
+        filtered = ("true inputs" if self.private is None else
+                    f"privacy-filtered inputs of {self.private.n_published:,} publishing users, true labels")
         return (f"{self.n_train_targets:,} maskable items in {len(self._inputs):,} chunks of <= {self.max_len} "
                 f"(mask probability {self.mask_prob}; {filtered})")
 
@@ -121,7 +123,7 @@ class ClozeTask(SplitEvaluation):
 
     # ---- evaluation (the model appends [mask] itself: BERT4Rec.score)
     def eval_batch(self, stage: str, users: np.ndarray) -> dict[str, torch.Tensor]:
-        hist = self.eval_inputs.get(stage, self._history[stage])
+        hist = self._read[stage]
         users = np.asarray(users, dtype=np.int64)
         seq = pad_left(hist.indptr, hist.items, self.max_len, users).astype(np.int64)
         return {"seq": torch.from_numpy(seq), "user": torch.from_numpy(users)}

@@ -12,12 +12,13 @@ from privrec.data.sequences import Sequences, pad_left
 from privrec.data.splits import Split
 from privrec.errors import ParameterError
 from privrec.training.tasks.base import SplitEvaluation
+from privrec.training.tasks.private import PrivateInputs
 
 WINDOW_MODES = ("all", "last")
 
 
-def next_item_windows(train: Sequences, max_len: int, mode: str = "all", stride: int | None = None
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def next_item_windows(train: Sequences, max_len: int, mode: str = "all", stride: int | None = None,
+                      inputs: Sequences | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Training windows (inputs, targets, user) for next-item prediction.
 
     For a user with train items s_1..s_n the targets are s_2..s_n, each predicted from the items
@@ -34,8 +35,11 @@ def next_item_windows(train: Sequences, max_len: int, mode: str = "all", stride:
     * in between: overlapping windows, ``max_len / stride`` times the encoder work.
 
     ``mode="last"`` keeps only each user's last window (the original SASRec recipe).
-    Windows are front zero-padded: shape (n_windows, max_len); ids are int32.
+    Windows are front zero-padded: shape (n_windows, max_len); ids are int32. ``inputs``: what the
+    model reads instead of ``train`` (a position-aligned perturbation; targets stay ``train``).
     """
+    if inputs is not None and not np.array_equal(inputs.lengths, train.lengths):
+        raise ParameterError("inputs must be position-aligned with the train sequences (same length per user)")
     if mode not in WINDOW_MODES:
         raise ParameterError(f"window mode must be one of {WINDOW_MODES}, got {mode!r}")
     stride = max_len if stride is None else stride
@@ -52,7 +56,8 @@ def next_item_windows(train: Sequences, max_len: int, mode: str = "all", stride:
     tpos = end[:, None] - max_len + col[None, :]                                 # absolute target positions
     ok = tpos >= (row_start + 1)[:, None]
     last = len(train.items) - 1
-    inputs = np.where(ok, train.items[np.clip(tpos - 1, 0, last)], 0).astype(np.int32)
+    src = train.items if inputs is None else inputs.items
+    inputs = np.where(ok, src[np.clip(tpos - 1, 0, last)], 0).astype(np.int32)
     ok &= col[None, :] >= max_len - stride                                       # loss on the last `stride` only
     targets = np.where(ok, train.items[np.clip(tpos, 0, last)], 0).astype(np.int32)
     return inputs, targets, users.astype(np.int64)
@@ -81,13 +86,18 @@ class SequenceTask(SplitEvaluation):
     max_len: int = 50
     window_mode: str = "all"
     stride: int | None = None           # None: max_len (non-overlapping windows); 1: every prefix (RecBole)
+    private: PrivateInputs | None = None   # published (perturbed) histories are read; labels stay true
 
     def __post_init__(self) -> None:
         if self.max_len <= 0:
             raise ParameterError(f"max_len must be positive, got {self.max_len}")
-        self._inputs, self._targets, self._users = next_item_windows(self.split.train, self.max_len, self.window_mode,
-                                                                     self.stride)
+        labels, inputs = self.split.train, None
+        if self.private is not None:
+            labels, inputs = self.private.labels(self.split.train), self.private.train
+        self._inputs, self._targets, self._users = next_item_windows(labels, self.max_len, self.window_mode,
+                                                                     self.stride, inputs)
         self._history = {"valid": self.split.history("valid"), "test": self.split.history("test")}
+        self._read = self._history if self.private is None else self.private.history
 
     @property
     def n_train_windows(self) -> int:
@@ -104,8 +114,10 @@ class SequenceTask(SplitEvaluation):
 
     def describe(self) -> str:
         stride = self.stride or self.max_len
+        filtered = "" if self.private is None else (f"; privacy-filtered inputs of {self.private.n_published:,} "
+                                                     "publishing users, true labels")
         return (f"{self.n_train_targets:,} targets in {self.n_train_windows:,} windows (stride {stride}, mean context "
-                f"{self.mean_context:.1f} items)")
+                f"{self.mean_context:.1f} items{filtered})")
 
     # ---- training
     def train_batches(self, batch_size: int, rng: np.random.Generator) -> Iterator[dict[str, torch.Tensor]]:
@@ -121,6 +133,6 @@ class SequenceTask(SplitEvaluation):
 
     # ---- evaluation (RankingTask protocol; targets and history from SplitEvaluation)
     def eval_batch(self, stage: str, users: np.ndarray) -> dict[str, torch.Tensor]:
-        hist = self._history[stage]
+        hist = self._read[stage]
         seq = pad_left(hist.indptr, hist.items, self.max_len, users).astype(np.int64)
         return {"seq": torch.from_numpy(seq), "user": torch.from_numpy(np.asarray(users, dtype=np.int64))}

@@ -1,0 +1,257 @@
+"""Randomised-response sequential recommendation end to end (Mu & Lim, CIKM'25): Fig. 1 and Fig. 2 analogs.
+
+``publish(histories, rr, ε) → train(model reads the release, labels true) → evaluate``.
+
+* **Release.** Each user's history before the test item is perturbed once on the user side
+  (:mod:`privrec.release.histories`) and written as a release folder per (ε, alternatives,
+  window position, seed); every method of that cell trains on the *same* release (paired seeds).
+  Users outside Thm 3.1's validity (keep < 1/2) do not publish (``short="refuse"``).
+* **Methods.** GRU4Rec and BERT4Rec read the release as is; RR-BERT4Rec (the paper's method) reads
+  it through a merged vocabulary learned on the released training prefixes
+  (:class:`~privrec.models.bert4rec.MergedBERT4Rec`). Ablations: ``causal`` (bidirectional off),
+  and BERT4Rec is RR-BERT4Rec with merging off.
+* **Protocol** (the paper's, from BERT4Rec [32]): ML-1M with every rating as an interaction (no
+  filtering: each user has >= 20), leave-one-out, the test item ranked against 100
+  popularity-sampled negatives (HR@1, NDCG@5 the paper's metrics; also @10), plus full ranking
+  with the history masked. Epochs selected on validation sampled NDCG@5 only.
+
+Grid: Fig. 1 (methods × {non-private, ε...} × seeds), the ablations at one ε, the alternatives
+ablation (semantic nearest neighbour = the paper, privrec's injective matching, a random cycle),
+and Fig. 2 (RR-BERT4Rec with RQ2's strongly obfuscated window slid from oldest to newest).
+The runner (:mod:`privrec.experiments.runner`) resumes, parallelises and records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from privrec.data.preprocess import Preprocessing
+from privrec.errors import ParameterError
+from privrec.evaluation.evaluator import EvalConfig, evaluate
+from privrec.experiments import runner
+from privrec.experiments.runner import RunRecord, RunSpec
+from privrec.experiments.sequential import DEFAULT_MODEL_CONFIG
+from privrec.privacy.validate import check_epsilon
+from privrec.training.trainer import TrainConfig, Trainer
+from privrec.utils.repro import config_hash, environment, seed_torch
+
+# method -> (model, model-config overrides)
+METHODS: dict[str, tuple[str, dict]] = {
+    "GRU4Rec": ("gru4rec", {}),
+    "BERT4Rec": ("bert4rec", {}),
+    "RR-BERT4Rec": ("rr-bert4rec", {}),
+    "RR-BERT4Rec (unidirectional)": ("rr-bert4rec", {"causal": True}),
+    "BERT4Rec (unidirectional)": ("bert4rec", {"causal": True}),
+}
+ALTERNATIVES = ("injective", "nearest", "random")
+SAMPLED = EvalConfig(mode="sampled", n_negatives=100, sampler="popularity", ks=(1, 5, 10), metrics=("hr", "ndcg"))
+FULL = EvalConfig(mode="full", ks=(1, 5, 10), metrics=("hr", "ndcg"), mask_history=True)
+
+
+@dataclass(frozen=True)
+class RRConfig:
+    dataset: str = "ml-1m"
+    preprocessing: Preprocessing = field(default_factory=Preprocessing)    # every rating, as BERT4Rec's ML-1M
+    max_len: int = 50                 # tokens read (L = 50 rather than BERT4Rec's 200: 4x cheaper epochs)
+    vocab_ratio: float = 1.5          # merged vocabulary / items (the paper's Steam: 20,000 tokens, 13,047 items)
+    short: str = "refuse"             # users with keep < 1/2: refuse (default) or publish as the paper ("paper")
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=60, batch_size=256, lr=1e-3, patience=5,
+                                                                  select_metric="ndcg@5"))
+    epsilons: tuple[float, ...] = (0.1, 0.01, 0.001, 0.0001)
+    methods: tuple[str, ...] = ("GRU4Rec", "BERT4Rec", "RR-BERT4Rec")
+    seeds: tuple[int, ...] = (0, 1, 2)
+    alternatives: str = "injective"
+    ablation_epsilon: float = 0.001
+    ablation_methods: tuple[str, ...] = ("RR-BERT4Rec (unidirectional)", "BERT4Rec (unidirectional)")
+    alternatives_ablation: tuple[str, ...] = ("nearest", "random")
+    positional_epsilon: float = 0.0001
+    positions: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    p_outside: float = 0.1
+    window_fraction: float = 0.2
+    max_users: int | None = None      # quick runs: the first users (codes) only
+
+    def __post_init__(self) -> None:
+        for e in (*self.epsilons, self.ablation_epsilon, self.positional_epsilon):
+            check_epsilon(e)
+        unknown = [m for m in (*self.methods, *self.ablation_methods) if m not in METHODS]
+        if unknown:
+            raise ParameterError(f"unknown methods {unknown}; use some of {list(METHODS)}")
+        bad = [a for a in (self.alternatives, *self.alternatives_ablation) if a not in ALTERNATIVES]
+        if bad:
+            raise ParameterError(f"unknown alternatives {bad}; use some of {ALTERNATIVES}")
+        if not self.vocab_ratio >= 1:
+            raise ParameterError(f"vocab_ratio must be >= 1 (the vocabulary holds every item), got {self.vocab_ratio}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ParameterError(f"seeds must be distinct and at least one, got {list(self.seeds)}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+QUICK = dict(max_users=400, max_len=20, epsilons=(0.1, 0.001), seeds=(0,), positions=(0.0, 1.0),
+             train=TrainConfig(epochs=2, batch_size=128, lr=1e-3, patience=2, select_metric="ndcg@5", progress=False))
+
+
+def run_key(method: str, eps: float | None, alt: str | None, pos: float | None, seed: int) -> str:
+    return f"{method}|{eps}|{alt}|{pos}|{seed}"
+
+
+@dataclass
+class RRExperiment:
+    cfg: RRConfig
+    inter: object                      # Interactions after preprocessing
+    split: object                      # leave-one-out Split
+    published: Path                    # OUT.published/: one release per (ε, alternatives, position, seed)
+
+    def grid(self) -> list[tuple[str, float | None, str | None, float | None]]:
+        c = self.cfg
+        cells = [(m, None, None, None) for m in c.methods]
+        cells += [(m, e, c.alternatives, None) for e in c.epsilons for m in c.methods]
+        cells += [(m, c.ablation_epsilon, c.alternatives, None) for m in c.ablation_methods]
+        cells += [("RR-BERT4Rec", c.ablation_epsilon, a, None) for a in c.alternatives_ablation]
+        cells += [("RR-BERT4Rec", c.positional_epsilon, c.alternatives, p) for p in c.positions]
+        return list(dict.fromkeys(cells))
+
+    def runs(self) -> list[RunSpec]:
+        return [RunSpec(run_key(m, e, a, p, s), s, {"method": m, "epsilon": e, "alternatives": a, "position": p})
+                for s in self.cfg.seeds for m, e, a, p in self.grid()]
+
+    def fingerprint(self) -> str:
+        d = self.cfg.to_dict()
+        for k in ("seeds", "epsilons", "methods", "ablation_methods", "alternatives_ablation", "positions"):
+            d.pop(k)
+        d["train"].pop("progress", None)
+        d["train"].pop("epochs")
+        d["data"] = {k: v for k, v in self.inter.summary().items() if k not in ("user_fields", "item_fields")}
+        return config_hash(d)
+
+    def cap(self) -> tuple[int, int, int]:
+        return self.cfg.train.epochs, self.cfg.train.patience, self.cfg.train.eval_every
+
+    # ---- releases
+    @cached_property
+    def embeddings(self) -> np.ndarray:
+        from privrec.data.text import item_texts
+        from privrec.privacy.alternatives import embed_texts
+
+        return embed_texts(item_texts(self.inter))
+
+    def alt_map(self, kind: str, seed: int):
+        from privrec.privacy import alternatives as A
+
+        if kind == "random":
+            return A.random_map(self.inter.n_items, np.random.default_rng([seed, 7]))
+        return (A.injective_map if kind == "injective" else A.nearest_neighbour_map)(self.embeddings)
+
+    def release(self, labels: dict, seed: int) -> Path:
+        pos = labels["position"]
+        name = f"eps{labels['epsilon']}-{labels['alternatives']}" + ("" if pos is None else f"-pos{pos}")
+        return self.published / runner.safe_name(f"{name}-seed{seed}")
+
+    def positional(self, pos: float | None) -> dict | None:
+        if pos is None:
+            return None
+        return {"p_outside": self.cfg.p_outside, "window_fraction": self.cfg.window_fraction, "window_position": pos}
+
+    def prepare(self, spec: RunSpec, log: Callable[[str], None]) -> None:
+        """Publish the release this run reads (once per cell and seed; shared by the methods)."""
+        from privrec.release.folder import is_release
+        from privrec.release.histories import publish_histories
+
+        lab = spec.labels
+        if lab["epsilon"] is None:
+            return
+        folder = self.release(lab, spec.seed)
+        if is_release(folder):
+            return
+        alt = lab["alternatives"]
+        short = "paper" if alt == "nearest" else self.cfg.short    # the paper's own map is outside Thm 3.1
+        _, g = publish_histories(folder, self.split.history("test"), self.inter.users, self.inter.items,
+                                 self.alt_map(alt, spec.seed), lab["epsilon"], spec.seed, short=short,
+                                 positional=self.positional(lab["position"]), record_seed=True,
+                                 source=self.cfg.dataset, alternatives=alt)
+        log(f"published {folder.name}: {g.summary().splitlines()[0]}")
+
+    # ---- training
+    def train(self, spec: RunSpec, state: Path, log: Callable[[str], None]) -> RunRecord:
+        from privrec.models import build
+        from privrec.models.bert4rec import MergedBERT4Rec
+        from privrec.release.histories import read_histories
+        from privrec.training.tasks import private_inputs, task_for
+
+        lab, cfg = spec.labels, self.cfg
+        private = None
+        if lab["epsilon"] is not None:
+            hist = self.split.history("test")
+            perturbed, published = read_histories(self.release(lab, spec.seed), self.inter.users, self.inter.items,
+                                                  hist)
+            private = private_inputs(self.split, perturbed, published)
+        seed_torch(spec.seed)
+        model_name, overrides = METHODS[lab["method"]]
+        mc = {**DEFAULT_MODEL_CONFIG[model_name.replace("rr-", "")], **overrides, "max_len": cfg.max_len}
+        n = self.inter.n_items
+        if model_name == "rr-bert4rec":
+            reads = self.split.train if private is None else private.train
+            model = MergedBERT4Rec.learn(reads, n, int(round(cfg.vocab_ratio * n)), **mc)
+        else:
+            model = build(model_name, n_items=n, **mc)
+        task = task_for(model, self.split, n, cfg.max_len, private=private)
+        tag = f"  [{lab['method']} eps={lab['epsilon']} {lab['alternatives'] or ''} seed {spec.seed}]"
+        log(f"{tag} {task.describe()}")
+        trainer = Trainer(model, task, replace(cfg.train, seed=spec.seed), replace(SAMPLED, seed=spec.seed),
+                          log=lambda m: log(f"{tag} {m}"))
+        fit = trainer.fit(state)
+        sampled = trainer.test()
+        full = evaluate(trainer.model, task, "test", FULL, trainer.device)
+        extra = {"published_users": None if private is None else private.n_published}
+        if model_name == "rr-bert4rec":
+            extra["vocab_size"] = model.merges.vocab_size
+        return RunRecord(spec.key, spec.seed, dict(lab), fit.to_dict(),
+                         {"sampled": sampled.metrics, "full": full.metrics}, extra=extra)
+
+
+def result_line(r: RunRecord) -> str:
+    lab = r.labels
+    return (f"{lab['method']:29s} eps={lab['epsilon']} alt={lab['alternatives']} pos={lab['position']} seed={r.seed}: "
+            + "  ".join(f"{k} ({p}) {v:.4f}" for p, ms in r.metrics.items() for k, v in ms.items()
+                        if k in ("hr@1", "ndcg@5")))
+
+
+def load_data(cfg: RRConfig):
+    """ML-1M (or ``cfg.dataset``) preprocessed and split; quick runs keep the first ``max_users`` users."""
+    from privrec.data.preprocess import preprocess
+    from privrec.data.sequences import to_sequences
+    from privrec.data.splits import leave_one_out
+    from privrec.data.tables import load
+
+    inter = preprocess(load(cfg.dataset), cfg.preprocessing)
+    if cfg.max_users:
+        inter = inter.take(inter.user <= cfg.max_users).compact()
+    return inter, leave_one_out(to_sequences(inter))
+
+
+def reproduce(cfg: RRConfig, out_dir: str | Path, log: Callable[[str], None] = print, resume: bool = True,
+              add_progress: Sequence[str | Path] = (), train_missing: bool = True, keep_capped_states: bool = True,
+              command: str | None = None, workers: int = 1, threads: int = 1) -> dict:
+    """Fig. 1 / Fig. 2 analogs and ablations: runs recorded in ``OUT.progress.jsonl``, releases in
+    ``OUT.published/``, the report (tables + certificates of every release) in ``out_dir``."""
+    from privrec.experiments import rr_report as R
+
+    t0 = time.perf_counter()
+    inter, split = load_data(cfg)
+    log(f"{cfg.dataset}: {inter.n_users:,} users, {inter.n_items:,} items, {len(inter):,} interactions")
+    published = Path(str(out_dir).rstrip("/") + ".published")
+    run_cfg = replace(cfg, train=replace(cfg.train, progress=False)) if workers > 1 else cfg
+    exp = RRExperiment(run_cfg, inter, split, published)
+    outcome = runner.execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
+                             jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
+                             describe=result_line)
+    result = R.result(cfg, exp, outcome, command=command, seconds=time.perf_counter() - t0, env=environment())
+    R.write(out_dir, result)
+    return result

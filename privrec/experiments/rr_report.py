@@ -1,0 +1,209 @@
+"""Mu & Lim's Fig. 1 / Fig. 2 analogs, ablations, claim verdict and certificates from finished runs.
+
+Metric columns are named ``"hr@1 (sampled)"``: metric and protocol (``record.metrics["sampled"]["hr@1"]``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from privrec.experiments.report import aggregate, markdown_table, pm, save_report
+from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
+
+PAPER = {"metrics": ("hr@1 (sampled)", "ndcg@5 (sampled)"),
+         "drop": {"RR-BERT4Rec": {"hr@1 (sampled)": -0.16, "ndcg@5 (sampled)": -0.12}},
+         "baseline_drop": -0.66}
+COLS = ("hr@1 (sampled)", "ndcg@5 (sampled)", "hr@10 (sampled)", "ndcg@10 (sampled)", "hr@10 (full)",
+        "ndcg@10 (full)")
+
+
+def value(r: RunRecord, column: str) -> float:
+    return r.column(column)
+
+
+def _cell(r: RunRecord) -> tuple:
+    lab = r.labels
+    return lab["method"], lab["epsilon"], lab["alternatives"], lab["position"]
+
+
+def summarise(runs: list[RunRecord], patience: int, every: int) -> list[dict]:
+    """Test metrics per grid cell (method, ε, alternatives, position), mean ± std over seeds."""
+    groups: dict[tuple, list[RunRecord]] = {}
+    for r in runs:
+        groups.setdefault(_cell(r), []).append(r)
+    out = []
+    for (m, e, a, p), rs in groups.items():
+        out.append({"method": m, "epsilon": e, "alternatives": a, "position": p, "runs": len(rs),
+                    "capped": sum(not stopped_early(r.fit, patience, every) for r in rs),
+                    "published_users": rs[0].extra.get("published_users"),
+                    "test": aggregate({c: value(r, c) for c in COLS} for r in rs)})
+    return out
+
+
+def drops(runs: list[RunRecord], epsilons: list[float], alternatives: str) -> list[dict]:
+    """Relative change from the largest to the smallest ε per method and paper metric, paired by seed,
+    next to the paper's (RR-BERT4Rec −16% HR@1 / −12% NDCG@5; baselines at least −66%)."""
+    if len(epsilons) < 2:
+        return []
+    hi, lo = max(epsilons), min(epsilons)
+    by = {(*_cell(r), r.seed): r for r in runs}
+    out = []
+    for method in dict.fromkeys(r.labels["method"] for r in runs):
+        for col in PAPER["metrics"]:
+            rel = {}
+            for (m, e, a, p, s), r in by.items():
+                if (m, e, a, p) == (method, lo, alternatives, None) and (method, hi, alternatives, None, s) in by:
+                    top = value(by[(method, hi, alternatives, None, s)], col)
+                    rel[s] = value(r, col) / top - 1 if top > 0 else float("nan")
+            if rel:
+                paper = PAPER["drop"].get(method, {}).get(col)
+                out.append({"method": method, "metric": col, "from": hi, "to": lo, "seeds": sorted(rel),
+                            "relative": aggregate({"d": v} for v in rel.values())["d"],
+                            "paper": paper if paper is not None else f"<= {PAPER['baseline_drop']:+.0%}"})
+    return out
+
+
+def verdict(drop_rows: list[dict]) -> list[str]:
+    """The paper's claim: RR-BERT4Rec loses far less than GRU4Rec and BERT4Rec as ε shrinks."""
+    lines = []
+    for col in PAPER["metrics"]:
+        rows = {d["method"]: d for d in drop_rows if d["metric"] == col}
+        ours = rows.get("RR-BERT4Rec")
+        for base in ("GRU4Rec", "BERT4Rec"):
+            if ours is None or base not in rows:
+                continue
+            seeds = sorted(set(ours["seeds"]) & set(rows[base]["seeds"]))
+            a = dict(zip(ours["seeds"], ours["relative"]["values"]))
+            b = dict(zip(rows[base]["seeds"], rows[base]["relative"]["values"]))
+            better = sum(a[s] > b[s] for s in seeds)
+            lines.append(f"- {col}: RR-BERT4Rec {ours['relative']['mean']:+.1%} vs {base} "
+                         f"{rows[base]['relative']['mean']:+.1%}; smaller loss in {better} of {len(seeds)} paired "
+                         f"seeds. Paper: {ours['paper']:+.0%} vs {base} {PAPER['baseline_drop']:+.0%} or worse.")
+    return lines
+
+
+def validity(hist_lengths: np.ndarray, epsilons: list[float]) -> list[dict]:
+    """Per ε: the keep probability at the median history length and the share of users outside
+    Thm 3.1 (keep < 1/2), who do not publish by default."""
+    from privrec.privacy.rr import keep_probabilities
+
+    n = hist_lengths[hist_lengths > 0]
+    out = []
+    for e in sorted(set(epsilons), reverse=True):
+        k = keep_probabilities(n, e)
+        out.append({"epsilon": e, "median_length": float(np.median(n)),
+                    "keep_at_median": float(keep_probabilities(np.array([int(np.median(n))]), e)[0]),
+                    "outside_validity": float((k < 0.5).mean()), "users": int(len(n))})
+    return out
+
+
+def certificates(published: Path) -> dict[str, dict]:
+    """The certificate of every release folder made for these runs (name → summary, input, guarantee)."""
+    out = {}
+    for cert in sorted(published.glob("*/certificate.json")) if published.is_dir() else []:
+        c = json.loads(cert.read_text(encoding="utf-8"))
+        out[cert.parent.name] = {"summary": c["summary"], "input": c["input"], "guarantee": c["guarantee"]}
+    return out
+
+
+def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, env: dict) -> dict:
+    runs = outcome.records
+    c = cfg.to_dict()
+    stats = {k: v for k, v in exp.inter.summary().items() if k not in ("user_fields", "item_fields")}
+    return {"kind": "rr", "config": c, "statistics": stats, "runs": [r.to_dict() for r in runs],
+            "summary": summarise(runs, cfg.train.patience, cfg.train.eval_every),
+            "drops": drops(runs, list(cfg.epsilons), cfg.alternatives),
+            "validity": validity(exp.split.history("test").lengths, [*cfg.epsilons, cfg.ablation_epsilon,
+                                                                        cfg.positional_epsilon]),
+            "certificates": certificates(exp.published), "published": f"{exp.published.name}/",
+            "missing": outcome.missing, "environment_note": environment_note(outcome),
+            "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
+            "command": command, "environment": env}
+
+
+def write(out_dir: str | Path, res: dict) -> None:
+    save_report(out_dir, res, markdown(res))
+
+
+def _find(summary: list[dict], method: str, eps, alt, pos=None) -> dict | None:
+    return next((s for s in summary if (s["method"], s["epsilon"], s["alternatives"], s["position"]) ==
+                 (method, eps, alt, pos)), None)
+
+
+def _cells(s: dict | None, cols=PAPER["metrics"]) -> list[str]:
+    return ["–"] * len(cols) if s is None else [pm(s["test"].get(c)) + ("†" if s["capped"] else "") for c in cols]
+
+
+def _percent(stat: dict) -> str:
+    return f"{stat['mean']:+.1%}" + (f" ± {stat['std']:.1%}" if stat["n"] > 1 else "")
+
+
+def markdown(res: dict) -> str:
+    cfg, summary = res["config"], res["summary"]
+    eps, alt = cfg["epsilons"], cfg["alternatives"]
+    st = res["statistics"]
+    lines = [f"# Randomised-response sequential recommendation on {cfg['dataset']} (Mu & Lim, CIKM'25)", "",
+             f"{st['users']:,} users, {st['items']:,} items, {st['interactions']:,} interactions (every rating; "
+             f"leave-one-out). Test metrics, mean ± std over seeds {list(cfg['seeds'])}; epochs selected on validation "
+             f"sampled NDCG@5. 'sampled': the test item against 100 popularity-sampled negatives (the paper's and "
+             f"BERT4Rec's protocol); 'full': against all items, history masked. Models read L = {cfg['max_len']} "
+             f"positions (tokens for RR-BERT4Rec, vocabulary {cfg['vocab_ratio']}× the items). Alternatives: "
+             f"{alt}." + (f" Quick run on {cfg['max_users']} users." if cfg["max_users"] else ""), "",
+             "What is perturbed: each user's history before the test item, once, on the user side; training inputs "
+             "and validation histories are its prefix. Not perturbed (as in the paper): training labels and "
+             "held-out items. Users outside Thm 3.1 (keep < 1/2) do not publish "
+             f"(policy '{cfg['short']}'): they add no training data and are evaluated from an empty history.", ""]
+    if res.get("missing"):
+        miss = res["missing"]
+        lines += [f"**Partial report: {len(res['runs'])} of {len(res['runs']) + len(miss)} runs finished**; "
+                  "not yet run: " + ", ".join(f"`{k}`" for k in miss[:5]) + (" …" if len(miss) > 5 else ""), ""]
+    lines += res.get("environment_note", [])
+    header = ["method", "non-private"] + [f"ε = {e:g}" for e in eps]
+    for col in PAPER["metrics"]:
+        rows = [[m, *_cells(_find(summary, m, None, None), (col,))] +
+                [_cells(_find(summary, m, e, alt), (col,))[0] for e in eps] for m in cfg["methods"]]
+        lines += [f"## Fig. 1 analog: {col}", "", markdown_table(header, rows), ""]
+    lines += ["## Relative change from the largest to the smallest ε (paired by seed)", "",
+              markdown_table(["method", "metric", "ε", "relative change", "paper"],
+                             [[d["method"], d["metric"], f"{d['from']:g} → {d['to']:g}", _percent(d["relative"]),
+                               d["paper"] if isinstance(d["paper"], str) else f"{d['paper']:+.0%}"]
+                              for d in res["drops"]]), "", "**Claim verdict**", ""]
+    lines += verdict(res["drops"]) or ["- not enough finished runs for a verdict"]
+    lines += ["", "## Keep probability and Thm 3.1 validity per ε", "",
+              markdown_table(["ε", "keep at median length", "median length", "users outside validity (keep < 1/2)"],
+                             [[f"{v['epsilon']:g}", f"{v['keep_at_median']:.4f}", f"{v['median_length']:.0f}",
+                               f"{v['outside_validity']:.2%} of {v['users']:,}"] for v in res["validity"]]), ""]
+    ae = cfg["ablation_epsilon"]
+    abl = [("RR-BERT4Rec", "merging on, bidirectional on (the paper)"), ("BERT4Rec", "merging off"),
+           ("RR-BERT4Rec (unidirectional)", "bidirectional off"), ("BERT4Rec (unidirectional)", "both off")]
+    lines += [f"## Ablation at ε = {ae:g}", "",
+              markdown_table(["method", "parts", *PAPER["metrics"]],
+                             [[m, what, *_cells(_find(summary, m, ae, alt))] for m, what in abl]), "",
+              f"## Alternatives at ε = {ae:g} (RR-BERT4Rec)", "",
+              markdown_table(["alternatives", *PAPER["metrics"], "Thm 3.1"],
+                             [[a, *_cells(_find(summary, "RR-BERT4Rec", ae, a)),
+                               "holds (injective)" if a != "nearest" else "does not hold (not injective)"]
+                              for a in dict.fromkeys((alt, *cfg["alternatives_ablation"]))]), "",
+              f"## Fig. 2 analog: strongly obfuscated window position (RR-BERT4Rec, ε = {cfg['positional_epsilon']:g}, "
+              f"p1 = {cfg['p_outside']}, Δn = {cfg['window_fraction']} n)", "",
+              "ML-1M here; the paper used ML-20M (not available through pip). Position 0 = the oldest items, "
+              "1 = the most recent. Users whose p2 would not exceed p1 get the uniform keep (see certificates: "
+              "`uniform_fallback_users`).", "",
+              markdown_table(["window position", *PAPER["metrics"]],
+                             [[f"{p:g}", *_cells(_find(summary, "RR-BERT4Rec", cfg["positional_epsilon"], alt, p))]
+                              for p in cfg["positions"]]), ""]
+    if any(s["capped"] for s in summary):
+        lines += ["† the epoch cap, not early stopping, ended at least one run of this cell.", ""]
+    lines += ["## Certificates of the published histories", "",
+              markdown_table(["release", "published users", "refused", "guarantee"],
+                             [[name, c["input"].get("published_users"), c["input"].get("refused_users"),
+                               c["summary"].splitlines()[0]] for name, c in res["certificates"].items()]), "",
+              f"Release folders (RecBole atomic files + certificate.json): `{res['published']}` next to this report.", ""]
+    if res.get("command"):
+        lines += [f"This report was written by: `{res['command']}`", ""]
+    lines += [f"Training time summed over the runs: {res['training_seconds'] / 3600:.2f} h (this invocation: "
+              f"{res['seconds']:.0f} s)."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,108 @@
+"""Randomised-response pipeline: one perturbation per user, refusal outside Thm 3.1, release round
+trip, and a tiny end-to-end run of the Fig. 1 grid (synthetic data; the real run is `reproduce rr`)."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from privrec.data.sequences import Sequences
+from privrec.data.splits import leave_one_out
+from privrec.errors import ParameterError
+from privrec.privacy.alternatives import random_map
+from privrec.privacy.rr import keep_probabilities
+from privrec.release.histories import perturb_histories, publish_histories, read_histories
+from privrec.training.tasks import private_inputs
+
+
+def _hist(lengths, n_items=30, seed=0) -> Sequences:
+    rng = np.random.default_rng(seed)
+    return Sequences.from_rows([[]] + [rng.integers(1, n_items + 1, n).tolist() for n in lengths])
+
+
+def test_random_map_is_a_derangement_and_a_bijection():
+    a = random_map(50, np.random.default_rng(3)).alt
+    assert a[0] == 0 and sorted(a[1:]) == list(range(1, 51)) and not (a[1:] == np.arange(1, 51)).any()
+    with pytest.raises(ParameterError, match="n_items"):
+        random_map(1, np.random.default_rng(0))
+
+
+def test_short_histories_are_refused_by_default_and_published_as_the_paper_on_request():
+    eps = 1e-3                      # keep < 1/2 exactly for n <= 9 (log2(1001) = 9.97)
+    hist = _hist([5, 9, 10, 40])
+    assert (keep_probabilities(np.array([9, 10]), eps) < 0.5).tolist() == [True, False]
+    alt = random_map(30, np.random.default_rng(0))
+    out, published, g = perturb_histories(hist, alt, eps, np.random.default_rng(1))
+    assert published.tolist() == [False, False, False, True, True]
+    assert out.lengths.tolist() == [0, 0, 0, 10, 40] and g.valid and g.epsilon == pytest.approx(eps)
+    changed = out.items != hist.items[hist.indptr[3]:]
+    assert (out.items[changed] == alt.alt[hist.items[hist.indptr[3]:]][changed]).all()   # replaced = alternative
+    out, published, g = perturb_histories(hist, alt, eps, np.random.default_rng(1), short="paper")
+    assert published[1:].all() and not g.valid and g.epsilon > eps       # the true odds, above the claimed ε
+    with pytest.raises(ParameterError, match="no user"):
+        perturb_histories(_hist([3, 4]), alt, eps, np.random.default_rng(1))
+    with pytest.raises(ParameterError, match="short"):
+        perturb_histories(hist, alt, eps, np.random.default_rng(1), short="clip")
+
+
+def test_release_round_trip_and_the_model_inputs_are_prefixes_of_one_perturbation(tmp_path):
+    from privrec.data.interactions import IdMap
+
+    rows = [[]] + [np.random.default_rng(u).integers(1, 31, 14 + u).tolist() for u in range(1, 6)]
+    split = leave_one_out(Sequences.from_rows(rows))
+    hist = split.history("test")
+    users, _ = IdMap.factorize([f"u{u}" for u in range(1, 6)])
+    items, _ = IdMap.factorize([f"i{i}" for i in range(1, 31)])
+    alt = random_map(30, np.random.default_rng(0))
+    _, g = publish_histories(tmp_path / "rel", hist, users, items, alt, 0.01, 5, record_seed=True, source="toy",
+                             alternatives="random")
+    cert = json.loads((tmp_path / "rel" / "certificate.json").read_text())
+    assert cert["input"]["published_users"] == 5 and "labels" in cert["input"]["not_protected"]
+    assert "once" in cert["input"]["perturbed"] and cert["randomness"]["seed"] == 5
+    perturbed, published = read_histories(tmp_path / "rel", users, items, hist)
+    again, _, _ = perturb_histories(hist, alt, 0.01, np.random.default_rng(5))
+    assert published[1:].all() and np.array_equal(perturbed.items, again.items)   # what was written is read back
+    private = private_inputs(split, perturbed, published)
+    for u in range(1, 6):
+        n = split.train.lengths[u]
+        assert np.array_equal(private.train.row(u), perturbed.row(u)[:n])
+        assert np.array_equal(private.history["valid"].row(u), perturbed.row(u)[:n])
+        assert np.array_equal(private.history["test"].row(u), perturbed.row(u))
+    other = leave_one_out(Sequences.from_rows([[]] + [r + [1] for r in rows[1:]]))
+    with pytest.raises(ParameterError, match="not a release of this split"):
+        read_histories(tmp_path / "rel", users, items, other.history("test"))
+
+
+def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path):
+    from conftest import make_frame
+
+    from privrec.data.atomic import write_atomic
+    from privrec.experiments import rr as R
+    from privrec.training.trainer import TrainConfig
+
+    source = tmp_path / "toy.inter"               # 150 items: room for 100 sampled negatives
+    write_atomic(make_frame(n_users=30, n_items=150, per_user=14), source,
+                 {"user_id": "token", "item_id": "token", "rating": "float", "timestamp": "float"})
+    cfg = R.RRConfig(dataset=str(source), max_len=8, epsilons=(0.1, 0.001), seeds=(0,),
+                     alternatives="random", ablation_methods=("RR-BERT4Rec (unidirectional)",),
+                     alternatives_ablation=(), positions=(0.0,), positional_epsilon=0.3, vocab_ratio=1.5,
+                     train=TrainConfig(epochs=1, batch_size=16, patience=1, select_metric="ndcg@5", progress=False))
+    logs = []
+    res = R.reproduce(cfg, tmp_path / "out", log=logs.append)
+    keys = {r["key"] for r in res["runs"]}
+    assert len(keys) == 3 + 3 * 2 + 1 + 1
+    releases = sorted(p.name for p in (tmp_path / "out.published").iterdir() if p.is_dir())
+    assert releases == ["eps0.001-random-seed0", "eps0.1-random-seed0", "eps0.3-random-pos0.0-seed0"]
+    assert set(res["certificates"]) == set(releases)
+    rr_run = next(r for r in res["runs"] if r["labels"]["method"] == "RR-BERT4Rec" and r["labels"]["epsilon"] == 0.1)
+    assert 150 < rr_run["extra"]["vocab_size"] <= 225 and rr_run["extra"]["published_users"] == 30
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "Fig. 1 analog" in md and "Claim verdict" in md and "Fig. 2 analog" in md and "eps0.1-random-seed0" in md
+    logs.clear()
+    again = R.reproduce(cfg, tmp_path / "out", log=logs.append)      # everything finished: nothing retrained
+    assert not any("published" in m for m in logs) and again["summary"] == res["summary"]
+    with pytest.raises(ParameterError, match="methods"):
+        replace(cfg, methods=("SASRec",))
+    with pytest.raises(ParameterError, match="epsilon"):
+        replace(cfg, epsilons=(0.0,))
