@@ -72,3 +72,17 @@ def tiny_inter_file(tmp_path, tiny_frame) -> Path:
     path = tmp_path / "tiny.inter"
     write_atomic(tiny_frame, path, {"user_id": "token", "item_id": "token", "rating": "float", "timestamp": "float"})
     return path
+
+
+def fit_steps(model, task, epochs: int, lr: float = 3e-3, batch_size: int = 32, seed: int = 0) -> None:
+    """A bare Adam loop over a task's training batches (tiny known-answer model tests)."""
+    import torch
+
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    rng = np.random.default_rng(seed)
+    for _ in range(epochs):
+        for batch in task.train_batches(batch_size, rng):
+            opt.zero_grad()
+            model.loss(batch).backward()
+            opt.step()
+    model.eval()

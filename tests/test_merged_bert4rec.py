@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from conftest import fit_steps
 
 from privrec.data.pair_merging import PairMerges
 from privrec.data.sequences import Sequences
@@ -82,14 +83,7 @@ def test_merged_task_trains_on_tokens_of_published_histories_and_learns_a_rule()
     assert "10 merged pairs" in task.describe()
     assert task._inputs.max() > n and task._labels.max() > n          # composite tokens are read and predicted
     assert (task.eval_batch("test", np.array([1]))["seq"].numpy() > n).sum() == 6
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    rng = np.random.default_rng(0)
-    for _ in range(150):
-        for batch in task.train_batches(32, rng):
-            opt.zero_grad()
-            model.loss(batch).backward()
-            opt.step()
-    model.eval()
+    fit_steps(model, task, epochs=150)
     users = np.array([u for u in range(1, 21) if u != 5])
     with torch.no_grad():
         scores = model.score(task.eval_batch("test", users))

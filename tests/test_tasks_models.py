@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import torch
+from conftest import fit_steps
 
 from privrec.data.sequences import Sequences
 from privrec.errors import ParameterError
@@ -186,14 +187,7 @@ def test_bert4rec_learns_a_deterministic_successor_rule_by_cloze():
     rows = [[]] + [[(s + j) % n + 1 for j in range(9)] for s in range(n)]
     task = ClozeTask(leave_one_out(Sequences.from_rows(rows)), n_items=n, max_len=7, mask_prob=0.3)
     model = build("bert4rec", n_items=n, max_len=7, dropout=0.0, attn_dropout=0.0)
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    rng = np.random.default_rng(0)
-    for _ in range(400):
-        for batch in task.train_batches(32, rng):
-            opt.zero_grad()
-            model.loss(batch).backward()
-            opt.step()
-    model.eval()
+    fit_steps(model, task, epochs=400)
     with torch.no_grad():
         scores = model.score(task.eval_batch("test", np.arange(1, n + 1)))
     truth = task.stage_targets("test").items

@@ -108,6 +108,7 @@ class RRExperiment:
     inter: object                      # Interactions after preprocessing
     split: object                      # leave-one-out Split
     published: Path                    # OUT.published/: one release per (ε, alternatives, position, seed)
+    _maps: dict = field(default_factory=dict, repr=False)
 
     def grid(self) -> list[tuple[str, float | None, str | None, float | None]]:
         c = self.cfg
@@ -124,7 +125,9 @@ class RRExperiment:
 
     def fingerprint(self) -> str:
         d = self.cfg.to_dict()
-        for k in ("seeds", "epsilons", "methods", "ablation_methods", "alternatives_ablation", "positions"):
+        # what a run's key already names (method, ε, alternatives, position) is not part of the fingerprint
+        for k in ("seeds", "epsilons", "methods", "ablation_methods", "alternatives_ablation", "positions",
+                  "alternatives", "ablation_epsilon", "positional_epsilon"):
             d.pop(k)
         d["train"].pop("progress", None)
         d["train"].pop("epochs")
@@ -143,11 +146,15 @@ class RRExperiment:
         return embed_texts(item_texts(self.inter))
 
     def alt_map(self, kind: str, seed: int):
+        """The alternative map of ``kind``: built once per experiment from the embeddings (the random
+        cycle is drawn per seed)."""
         from privrec.privacy import alternatives as A
 
         if kind == "random":
             return A.random_map(self.inter.n_items, np.random.default_rng([seed, 7]))
-        return (A.injective_map if kind == "injective" else A.nearest_neighbour_map)(self.embeddings)
+        if kind not in self._maps:
+            self._maps[kind] = (A.injective_map if kind == "injective" else A.nearest_neighbour_map)(self.embeddings)
+        return self._maps[kind]
 
     def release(self, labels: dict, seed: int) -> Path:
         pos = labels["position"]
@@ -224,16 +231,16 @@ def result_line(r: RunRecord) -> str:
 
 
 def load_data(cfg: RRConfig):
-    """ML-1M (or ``cfg.dataset``) preprocessed and split; quick runs keep the first ``max_users`` users."""
-    from privrec.data.preprocess import preprocess
+    """``cfg.dataset`` preprocessed and split leave-one-out; quick runs keep the first ``max_users`` users."""
     from privrec.data.sequences import to_sequences
     from privrec.data.splits import leave_one_out
-    from privrec.data.tables import load
+    from privrec.experiments.sequential import prepare
 
-    inter = preprocess(load(cfg.dataset), cfg.preprocessing)
-    if cfg.max_users:
+    inter, split = prepare(cfg.dataset, cfg.preprocessing, "leave_one_out")
+    if cfg.max_users and cfg.max_users < inter.n_users:
         inter = inter.take(inter.user <= cfg.max_users).compact()
-    return inter, leave_one_out(to_sequences(inter))
+        split = leave_one_out(to_sequences(inter))
+    return inter, split
 
 
 def reproduce(cfg: RRConfig, out_dir: str | Path, log: Callable[[str], None] = print, resume: bool = True,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from privrec.data.sequences import Sequences
+import numpy as np
+import torch
+
+from privrec.data.sequences import Sequences, pad_left
 from privrec.data.splits import Split
 
 
@@ -20,3 +23,17 @@ class SplitEvaluation:
 
     def train_items(self) -> Sequences:
         return self.split.train
+
+
+class HistoryBatches(SplitEvaluation):
+    """Evaluation batches of a single-domain task: the last ``max_len`` entries of what the model
+    reads at ``stage`` (``_read``: the true history, a published one, or its tokens)."""
+
+    max_len: int
+    _read: dict[str, Sequences]
+
+    def eval_batch(self, stage: str, users: np.ndarray) -> dict[str, torch.Tensor]:
+        hist = self._read[stage]
+        users = np.asarray(users, dtype=np.int64)
+        seq = pad_left(hist.indptr, hist.items, self.max_len, users).astype(np.int64)
+        return {"seq": torch.from_numpy(seq), "user": torch.from_numpy(users)}

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from privrec.data.sequences import Sequences, pad_left
+from privrec.data.sequences import Sequences
 from privrec.data.splits import Split
 from privrec.errors import ParameterError
-from privrec.training.tasks.base import SplitEvaluation
+from privrec.training.tasks.base import HistoryBatches
 from privrec.training.tasks.private import PrivateInputs
 
 
@@ -44,7 +44,7 @@ def cloze_chunks(labels: Sequences, inputs: Sequences, max_len: int, min_items: 
 
 
 @dataclass
-class ClozeTask(SplitEvaluation):
+class ClozeTask(HistoryBatches):
     """Masked-item prediction (BERT4Rec; the bidirectional conditioning of Mu & Lim, Eq. 5).
 
     Scenario: each user's train items are cut into chunks of ``max_len`` (:func:`cloze_chunks`).
@@ -120,10 +120,3 @@ class ClozeTask(SplitEvaluation):
 
     def n_train_batches(self, batch_size: int) -> int:
         return -(-len(self._inputs) // batch_size)
-
-    # ---- evaluation (the model appends [mask] itself: BERT4Rec.score)
-    def eval_batch(self, stage: str, users: np.ndarray) -> dict[str, torch.Tensor]:
-        hist = self._read[stage]
-        users = np.asarray(users, dtype=np.int64)
-        seq = pad_left(hist.indptr, hist.items, self.max_len, users).astype(np.int64)
-        return {"seq": torch.from_numpy(seq), "user": torch.from_numpy(users)}

@@ -22,10 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from privrec.data.pair_merging import PairMerges
-from privrec.data.sequences import Sequences, pad_left
+from privrec.data.sequences import Sequences
 from privrec.errors import ParameterError
 from privrec.training.tasks.cloze import ClozeTask, cloze_chunks
 
@@ -91,7 +90,7 @@ class MergedClozeTask(ClozeTask):
         if self.merges.n_items != self.n_items:
             raise ParameterError(f"the merges were learned over {self.merges.n_items} items, the data has {self.n_items}")
         super().__post_init__()
-        self._read_tokens = {stage: self.merges.encode(seqs) for stage, seqs in self._read.items()}
+        self._read = {stage: self.merges.encode(seqs) for stage, seqs in self._read.items()}   # tokens
 
     @property
     def mask_token(self) -> int:
@@ -103,9 +102,3 @@ class MergedClozeTask(ClozeTask):
 
     def describe(self) -> str:
         return f"{super().describe()}; {self.merges.vocab_size:,} tokens ({len(self.merges.left):,} merged pairs)"
-
-    def eval_batch(self, stage: str, users: np.ndarray) -> dict[str, torch.Tensor]:
-        hist = self._read_tokens[stage]
-        users = np.asarray(users, dtype=np.int64)
-        seq = pad_left(hist.indptr, hist.items, self.max_len, users).astype(np.int64)
-        return {"seq": torch.from_numpy(seq), "user": torch.from_numpy(users)}

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from privrec.data.sequences import Sequences, pad_left
+from privrec.data.sequences import Sequences
 from privrec.data.splits import Split
 from privrec.errors import ParameterError
-from privrec.training.tasks.base import SplitEvaluation
+from privrec.training.tasks.base import HistoryBatches
 from privrec.training.tasks.private import PrivateInputs
 
 WINDOW_MODES = ("all", "last")
@@ -71,7 +71,7 @@ def mean_context(inputs: np.ndarray, targets: np.ndarray) -> float:
 
 
 @dataclass
-class SequenceTask(SplitEvaluation):
+class SequenceTask(HistoryBatches):
     """Single-domain next-item prediction over a split.
 
     Scenario: a user's train items s_1..s_n are cut into windows by :func:`next_item_windows`
@@ -130,9 +130,3 @@ class SequenceTask(SplitEvaluation):
 
     def n_train_batches(self, batch_size: int) -> int:
         return -(-len(self._inputs) // batch_size)
-
-    # ---- evaluation (RankingTask protocol; targets and history from SplitEvaluation)
-    def eval_batch(self, stage: str, users: np.ndarray) -> dict[str, torch.Tensor]:
-        hist = self._read[stage]
-        seq = pad_left(hist.indptr, hist.items, self.max_len, users).astype(np.int64)
-        return {"seq": torch.from_numpy(seq), "user": torch.from_numpy(np.asarray(users, dtype=np.int64))}
