@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -40,6 +41,10 @@ class TrainedModel:
             meta=payload.get("meta", {}),
         )
 
+    @cached_property
+    def _reads(self) -> Sequences:
+        return self.model.read(self.history)
+
     @torch.no_grad()
     def recommend(self, user_ids, k: int = 10, exclude_seen: bool = True) -> dict[str, list[str]]:
         """Top-``k`` raw item ids for each raw user id (unknown ids raise a clear error)."""
@@ -50,7 +55,8 @@ class TrainedModel:
         raw = [str(u) for u in user_ids]
         codes = self.users.encode(raw)
         k = min(k, len(self.items))
-        seq = pad_left(self.history.indptr, self.history.items, self.max_len, codes).astype(np.int64)
+        reads = self._reads
+        seq = pad_left(reads.indptr, reads.items, self.max_len, codes).astype(np.int64)
         scores = self.model.score({"seq": torch.from_numpy(seq), "user": torch.from_numpy(codes.astype(np.int64))})
         scores = scores.float()
         scores[:, 0] = -torch.inf

@@ -102,6 +102,7 @@ def test_cli_train_never_replaces_a_folder_of_user_files(tiny_inter_file, tmp_pa
     (["train", "sasrec", "--dataset", "no-such-data"], "neither a known dataset"),
     (["datasets", "fetch", "ml-10"], "unknown dataset 'ml-10'"),
     (["train", "sasrec", "--dataset", "{bad}", "--seeds", "a,b"], "--seeds must be"),
+    (["train", "bert4rec", "--dataset", "{bad}", "--epsilon", "0"], "epsilon"),
     (["recommend", "missing.pt", "--user", "1"], "no such checkpoint"),
 ])
 def test_cli_errors_are_one_line_and_nonzero(args, needle, capsys, tmp_path, monkeypatch):
@@ -147,3 +148,46 @@ def test_a_checkpoint_altered_after_saving_is_refused(tiny_inter_file, tmp_path,
     torch.save(payload, path)
     assert main(["recommend", str(path), "--user", "u1"]) == 2
     assert "SHA-256 mismatch" in capsys.readouterr().err
+
+
+def test_cli_train_on_a_randomised_response_release(tiny_inter_file, tmp_path, capsys):
+    """train --epsilon: every history published once (certificate beside the report), the merged
+    BERT4Rec learns its merges on and reads only the release, its checkpoint keeps only what was
+    published, and evaluate reads the same release."""
+    out = tmp_path / "rr"
+    rc = main(["train", "rr-bert4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
+               "--epochs", "2", "--batch-size", "16", "--set", "hidden=16", "--set", "inner=32", "--set",
+               "vocab_ratio=1.2", "--epsilon", "0.5", "--alternatives", "random", "--out", str(out), "--quiet"])
+    assert rc == 0
+    assert "trained on the release" in capsys.readouterr().out
+    cert = json.loads((out / "release" / "certificate.json").read_text())
+    assert cert["guarantee"]["epsilon"] == pytest.approx(0.5) and cert["input"]["alternatives"] == "random"
+    assert cert["input"]["published_users"] == 30 and cert["randomness"]["seed"] == 0
+    result = json.loads((out / "results.json").read_text())
+    assert result["config"]["epsilon"] == 0.5 and result["privacy"]["published_users"] == 30
+    assert "randomised-response release" in (out / "results.md").read_text()
+    trained = TrainedModel.load(out / "rr-bert4rec-seed0.pt")
+    assert trained.model.merges.vocab_size == 48                      # 1.2 x 40 items
+    true = seq.prepare(str(tiny_inter_file), Preprocessing(), "leave_one_out")[1].history("test")
+    assert np.array_equal(trained.history.lengths, true.lengths)     # the test item is never published
+    assert not np.array_equal(trained.history.items, true.items)     # and the rest is perturbed
+    assert main(["recommend", str(out / "rr-bert4rec-seed0.pt"), "--user", "u3", "-k", "3"]) == 0
+    assert main(["evaluate", str(out / "rr-bert4rec-seed0.pt")]) == 0
+    assert "ndcg" in capsys.readouterr().out.lower()
+
+
+def test_a_private_run_reuses_its_release_and_needs_a_place_for_it(tiny_inter_file, tmp_path):
+    from dataclasses import replace
+
+    cfg = replace(tiny_cfg(tiny_inter_file, "gru4rec"), epsilon=0.5, alternatives="random")
+    with pytest.raises(Exception, match="needs a folder"):
+        seq.run(cfg, log=lambda m: None)
+    a = seq.run(cfg, log=lambda m: None, release_dir=tmp_path / "rel")
+    created = json.loads((tmp_path / "rel" / "certificate.json").read_text())["created"]
+    b = seq.run(cfg, log=lambda m: None, release_dir=tmp_path / "rel")   # read back, not published again
+    assert json.loads((tmp_path / "rel" / "certificate.json").read_text())["created"] == created
+    assert a["runs"][0]["test"] == b["runs"][0]["test"]
+    raw = seq.run(tiny_cfg(tiny_inter_file, "gru4rec"), log=lambda m: None)
+    assert raw["runs"][0]["test"] != a["runs"][0]["test"] and "privacy" not in raw
+    with pytest.raises(Exception, match="alternatives must be one of"):
+        replace(cfg, alternatives="closest")

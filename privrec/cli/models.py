@@ -12,9 +12,8 @@ from privrec.models import MODELS
 
 
 @click.command()
-# DASL needs two domains (reproduce pricdsr); the merged-vocabulary BERT4Rec learns its merges from the
-# published histories it trains on (reproduce rr)
-@click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task in ("windows", "cloze")),
+# DASL needs two domains (reproduce pricdsr)
+@click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task != "cross_domain"),
                                            case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
 @click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw"]), default="recbole",
@@ -42,13 +41,31 @@ from privrec.models import MODELS
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
               help="Model hyperparameter, e.g. --set hidden=64 --set dropout=0.2.")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, or auto.")
+@click.option("--epsilon", type=float, default=None,
+              help="Train on a randomised-response release (Mu & Lim): every user's history before the test item "
+                   "is perturbed once with this epsilon (posterior-odds bound per whole history) and written with "
+                   "its certificate to OUT/release; the model reads only it, labels stay true.")
+@click.option("--alternatives", type=click.Choice(["injective", "nearest", "random"]), default="injective",
+              show_default=True,
+              help="With --epsilon: the alternative of each item. injective: privrec's semantic matching (Thm 3.1 "
+                   "holds); nearest: the paper's nearest neighbour (not injective: certified with its true odds); "
+                   "random: a random cycle.")
+@click.option("--short", type=click.Choice(["refuse", "paper"]), default="refuse", show_default=True,
+              help="With --epsilon: users whose keep probability is < 1/2 (outside Thm 3.1) do not publish "
+                   "(refuse) or publish as the paper does, with their true odds in the certificate (paper).")
+@click.option("--release-seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="With --epsilon: seed of the one release every training seed reads (recorded in the certificate).")
 @eval_options
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder (default runs/<model>-<dataset>).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def train(model, dataset, protocol, split, max_len, window, stride, epochs, batch_size, lr, patience, select_metric,
-          seeds, assignments, device, eval_mode, negatives, sampler, mask_history, ks, out, quiet) -> None:
-    """Train MODEL with early stopping on validation; test once; write a report and checkpoints."""
+          seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
+          mask_history, ks, out, quiet) -> None:
+    """Train MODEL with early stopping on validation; test once; write a report and checkpoints.
+
+    rr-bert4rec is BERT4Rec over items plus frequent item pairs merged on the histories it reads
+    (--set vocab_ratio=1.5); with --epsilon it is Mu & Lim's method on privacy-filtered histories."""
     import shutil
 
     from privrec.experiments import sequential as seq
@@ -74,6 +91,7 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
         train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
                           select_metric=select_metric, device=device, progress=not quiet),
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
+        epsilon=epsilon, alternatives=alternatives, short=short, release_seed=release_seed,
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
     check_replaceable(out_dir, "report folder")      # before hours of training, not after: never delete user files
@@ -85,6 +103,9 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
     shutil.rmtree(state_dir, ignore_errors=True)
     click.echo(f"\n{result['protocol']}, test split, {len(cfg.seeds)} seed(s):")
     click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], seq.summary_rows(result, cfg.eval.ks)))
+    if result.get("privacy"):
+        click.echo(f"\ntrained on the release {out_dir}/release ({result['privacy']['published_users']:,} users "
+                   f"published): {result['privacy']['summary'].splitlines()[0]}")
     click.echo(f"\nreport: {out_dir}/results.md  checkpoints: {out_dir}/*.pt")
 
 
@@ -112,7 +133,17 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     if len(inter.items.tokens) != len(trained.items.tokens) or not np.array_equal(
             inter.items.tokens.astype(str), trained.items.tokens.astype(str)):
         raise ParameterError(f"{checkpoint}: the dataset {cfg['dataset']!r} no longer matches the model's item ids")
-    task = task_for(trained.model, split, inter.n_items, trained.max_len, window_mode=cfg.get("window_mode", "all"))
+    private = None
+    if cfg.get("epsilon") is not None:     # the model reads what was published, as in training
+        from privrec.experiments.rr_release import read_private
+
+        release = Path(checkpoint).parent / "release"
+        if not release.is_dir():
+            raise ParameterError(f"{checkpoint} was trained on a randomised-response release, expected beside it in "
+                                 f"{release}; keep the report folder together")
+        private = read_private(release, inter, split)
+    task = task_for(trained.model, split, inter.n_items, trained.max_len, window_mode=cfg.get("window_mode", "all"),
+                    private=private)
     if mask_history is None:             # the protocol the model was trained and selected under
         mask_history = bool(cfg.get("eval", {}).get("mask_history", True))
     ec = eval_config(eval_mode, negatives, sampler, mask_history, seed, ks)

@@ -35,6 +35,7 @@ from privrec.data.preprocess import Preprocessing
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig, evaluate
 from privrec.experiments import runner
+from privrec.experiments.rr_release import ALTERNATIVES, alternative_map, item_embeddings, publish_split, read_private
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.experiments.sequential import DEFAULT_MODEL_CONFIG
 from privrec.privacy.validate import check_epsilon
@@ -49,7 +50,6 @@ METHODS: dict[str, tuple[str, dict]] = {
     "RR-BERT4Rec (unidirectional)": ("rr-bert4rec", {"causal": True}),
     "BERT4Rec (unidirectional)": ("bert4rec", {"causal": True}),
 }
-ALTERNATIVES = ("injective", "nearest", "random")
 SAMPLED = EvalConfig(mode="sampled", n_negatives=100, sampler="popularity", ks=(1, 5, 10), metrics=("hr", "ndcg"))
 FULL = EvalConfig(mode="full", ks=(1, 5, 10), metrics=("hr", "ndcg"), mask_history=True)
 
@@ -140,21 +140,14 @@ class RRExperiment:
     # ---- releases
     @cached_property
     def embeddings(self) -> np.ndarray:
-        from privrec.data.text import item_texts
-        from privrec.privacy.alternatives import embed_texts
-
-        return embed_texts(item_texts(self.inter))
+        return item_embeddings(self.inter)
 
     def alt_map(self, kind: str, seed: int):
-        """The alternative map of ``kind``: built once per experiment from the embeddings (the random
-        cycle is drawn per seed)."""
-        from privrec.privacy import alternatives as A
-
-        if kind == "random":
-            return A.random_map(self.inter.n_items, np.random.default_rng([seed, 7]))
-        if kind not in self._maps:
-            self._maps[kind] = (A.injective_map if kind == "injective" else A.nearest_neighbour_map)(self.embeddings)
-        return self._maps[kind]
+        """The alternative map of ``kind``: built once per experiment (the random cycle per seed)."""
+        key = (kind, seed) if kind == "random" else kind
+        if key not in self._maps:
+            self._maps[key] = alternative_map(kind, self.inter.n_items, lambda: self.embeddings, seed)
+        return self._maps[key]
 
     def release(self, labels: dict, seed: int) -> Path:
         pos = labels["position"]
@@ -169,7 +162,6 @@ class RRExperiment:
     def prepare(self, spec: RunSpec, log: Callable[[str], None]) -> None:
         """Publish the release this run reads (once per cell and seed; shared by the methods)."""
         from privrec.release.folder import is_release
-        from privrec.release.histories import publish_histories
 
         lab = spec.labels
         if lab["epsilon"] is None:
@@ -178,36 +170,25 @@ class RRExperiment:
         if is_release(folder):
             return
         alt = lab["alternatives"]
-        short = "paper" if alt == "nearest" else self.cfg.short    # the paper's own map is outside Thm 3.1
-        _, g = publish_histories(folder, self.split.history("test"), self.inter.users, self.inter.items,
-                                 self.alt_map(alt, spec.seed), lab["epsilon"], spec.seed, short=short,
-                                 positional=self.positional(lab["position"]), record_seed=True,
-                                 source=self.cfg.dataset, alternatives=alt)
+        g = publish_split(folder, self.inter, self.split, self.alt_map(alt, spec.seed), lab["epsilon"], spec.seed,
+                          alternatives=alt, short=self.cfg.short, positional=self.positional(lab["position"]),
+                          source=self.cfg.dataset)
         log(f"published {folder.name}: {g.summary().splitlines()[0]}")
 
     # ---- training
     def train(self, spec: RunSpec, state: Path, log: Callable[[str], None]) -> RunRecord:
-        from privrec.models import build
-        from privrec.models.bert4rec import MergedBERT4Rec
-        from privrec.release.histories import read_histories
-        from privrec.training.tasks import private_inputs, task_for
+        from privrec.models import build_on
+        from privrec.training.tasks import task_for
 
         lab, cfg = spec.labels, self.cfg
-        private = None
-        if lab["epsilon"] is not None:
-            hist = self.split.history("test")
-            perturbed, published = read_histories(self.release(lab, spec.seed), self.inter.users, self.inter.items,
-                                                  hist)
-            private = private_inputs(self.split, perturbed, published)
+        private = None if lab["epsilon"] is None else read_private(self.release(lab, spec.seed), self.inter, self.split)
         seed_torch(spec.seed)
         model_name, overrides = METHODS[lab["method"]]
-        mc = {**DEFAULT_MODEL_CONFIG[model_name.replace("rr-", "")], **overrides, "max_len": cfg.max_len}
-        n = self.inter.n_items
+        mc = {**DEFAULT_MODEL_CONFIG[model_name], **overrides, "max_len": cfg.max_len}
         if model_name == "rr-bert4rec":
-            reads = self.split.train if private is None else private.train
-            model = MergedBERT4Rec.learn(reads, n, int(round(cfg.vocab_ratio * n)), **mc)
-        else:
-            model = build(model_name, n_items=n, **mc)
+            mc["vocab_ratio"] = cfg.vocab_ratio
+        n = self.inter.n_items
+        model = build_on(model_name, self.split.train if private is None else private.train, n_items=n, **mc)
         task = task_for(model, self.split, n, cfg.max_len, private=private)
         tag = f"  [{lab['method']} eps={lab['epsilon']} {lab['alternatives'] or ''} seed {spec.seed}]"
         log(f"{tag} {task.describe()}")

@@ -21,7 +21,7 @@ from privrec.data.tables import load
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments.report import aggregate, markdown_table, pm
-from privrec.models import build
+from privrec.models import build_on
 from privrec.training.checkpoint import save_checkpoint
 from privrec.training.tasks import task_for
 from privrec.training.trainer import TrainConfig, Trainer
@@ -48,6 +48,7 @@ DEFAULT_MODEL_CONFIG = {
     "bert4rec": {"hidden": 64, "layers": 2, "heads": 2, "inner": 256, "dropout": 0.2, "attn_dropout": 0.2,
                  "mask_prob": 0.2},
 }
+DEFAULT_MODEL_CONFIG["rr-bert4rec"] = {**DEFAULT_MODEL_CONFIG["bert4rec"], "vocab_ratio": 1.5}
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,23 @@ class SequentialConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     seeds: tuple[int, ...] = (0,)
+    # Randomised-response release (Mu & Lim): every history perturbed once before training; None = raw data
+    epsilon: float | None = None
+    alternatives: str = "injective"     # the alternative map (experiments.rr_release.ALTERNATIVES)
+    short: str = "refuse"               # users outside Thm 3.1 (keep < 1/2): refuse, or publish as the paper
+    release_seed: int = 0               # the one release every training seed reads
 
     def __post_init__(self) -> None:
+        from privrec.experiments.rr_release import ALTERNATIVES
+        from privrec.privacy.validate import check_epsilon
+        from privrec.release.histories import SHORT_POLICIES
+
+        if self.epsilon is not None:
+            check_epsilon(self.epsilon)
+        if self.alternatives not in ALTERNATIVES:
+            raise ParameterError(f"alternatives must be one of {ALTERNATIVES}, got {self.alternatives!r}")
+        if self.short not in SHORT_POLICIES:
+            raise ParameterError(f"short must be one of {SHORT_POLICIES}, got {self.short!r}")
         if self.split not in SPLITS:
             raise ParameterError(f"split must be one of {SPLITS}, got {self.split!r}")
         if not self.seeds:
@@ -90,21 +106,31 @@ def prepare(dataset: str, preprocessing: Preprocessing, split: str) -> tuple[Int
 
 
 def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[[str], None] = print,
-        data: tuple[Interactions, Split] | None = None, state_dir: str | Path | None = None) -> dict:
+        data: tuple[Interactions, Split] | None = None, state_dir: str | Path | None = None,
+        release_dir: str | Path | None = None) -> dict:
     """Train and test every seed. ``state_dir``: per-seed training state saved every epoch (named
     by a hash of the configuration), so a killed run restarted with the same configuration
-    continues where it stopped; the caller deletes it once the results are stored."""
+    continues where it stopped; the caller deletes it once the results are stored.
+
+    With ``cfg.epsilon``, every user's history is first published through randomised response into
+    ``release_dir`` (default ``out_dir/release``; an existing release there is read, not redone)
+    and the models read only that release (labels stay true, as the paper trains)."""
     t0 = time.perf_counter()
     inter, split = data if data is not None else prepare(cfg.dataset, cfg.preprocessing, cfg.split)
     log(f"{cfg.dataset}: {inter.n_users:,} users, {inter.n_items:,} items, {len(inter):,} interactions "
         f"after preprocessing ({time.perf_counter() - t0:.1f}s)")
+    private, cert = None, None
+    if cfg.epsilon is not None:
+        private, cert = _private(cfg, inter, split, release_dir or (out_dir and Path(out_dir) / "release"), log)
     task = None
     runs = []
     for seed in cfg.seeds:
         seed_torch(seed)
-        model = build(cfg.model, n_items=inter.n_items, max_len=cfg.max_len, **cfg.resolved_model_config())
-        if task is None:                # the model decides how it is trained (windows, cloze)
-            task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode, stride=cfg.stride)
+        model = build_on(cfg.model, split.train if private is None else private.train, n_items=inter.n_items,
+                         max_len=cfg.max_len, **cfg.resolved_model_config())
+        if task is None or cfg.model == "rr-bert4rec":    # the model decides how it is trained (windows, cloze)
+            task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode, stride=cfg.stride,
+                            private=private)
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log)
         log(f"[{cfg.model} seed {seed}] training on {task.describe()}")
         fit = trainer.fit(None if state_dir is None else Path(state_dir) / f"{_run_hash(cfg, split)}-seed{seed}.pt")
@@ -114,8 +140,10 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         run_result = {"seed": seed, "fit": fit.to_dict(), "test": test.to_dict()}
         if out_dir is not None:
             ckpt = Path(out_dir) / f"{cfg.model}-seed{seed}.pt"
+            # a private model only knows the published histories (the held-out items are never published)
+            history = split.full_history() if private is None else private.history["test"]
             save_checkpoint(ckpt, trainer.model, users=inter.users, items=inter.items,
-                            history=split.full_history(), max_len=cfg.max_len,
+                            history=history, max_len=cfg.max_len,
                             meta={"config": cfg.to_dict(), "seed": seed, "test": test.to_dict(),
                                   "environment": environment()})
             run_result["checkpoint"] = ckpt.name
@@ -130,7 +158,29 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         "seconds": round(time.perf_counter() - t0, 1),
         "environment": environment(),
     }
+    if cert is not None:
+        result["privacy"] = {"summary": cert["summary"], "guarantee": cert["guarantee"], "input": cert["input"],
+                             "published_users": private.n_published}
     return result
+
+
+def _private(cfg: SequentialConfig, inter: Interactions, split: Split, folder: Path | None, log):
+    """Publish (unless already there) and read the randomised-response release of ``split``."""
+    from privrec.experiments import rr_release as R
+    from privrec.release.folder import is_release, read_release
+
+    if folder is None:
+        raise ParameterError("training on a randomised-response release needs a folder for it (out_dir or "
+                             "release_dir)")
+    folder = Path(folder)
+    if not is_release(folder):
+        alt = R.alternative_map(cfg.alternatives, inter.n_items, lambda: R.item_embeddings(inter), cfg.release_seed)
+        R.publish_split(folder, inter, split, alt, cfg.epsilon, cfg.release_seed, alternatives=cfg.alternatives,
+                        short=cfg.short, source=cfg.dataset)
+    private = R.read_private(folder, inter, split)
+    cert = read_release(folder).certificate
+    log(f"trains on the release {folder}: {private.n_published:,} users published; {cert['summary'].splitlines()[0]}")
+    return private, cert
 
 
 def _run_hash(cfg: SequentialConfig, split: Split) -> str:
@@ -175,6 +225,7 @@ def markdown(result: dict) -> str:
         f"Data after preprocessing {cfg['preprocessing']}: {ds['users']:,} users, {ds['items']:,} items, "
         f"{ds['interactions']:,} interactions.",
         "",
+        *_privacy_lines(result.get("privacy")),
         "| seed | best epoch | epochs run | s/epoch | test NDCG@10 | test HR@10 |",
         "|---|---|---|---|---|---|",
     ]
@@ -187,6 +238,17 @@ def markdown(result: dict) -> str:
     lines += ["", f"privrec {env['privrec']} (git {env['git_commit']}), torch {env['torch']}, numpy {env['numpy']}, "
                   f"Python {env['python']}; total {result['seconds']} s."]
     return "\n".join(lines) + "\n"
+
+
+def _privacy_lines(privacy: dict | None) -> list[str]:
+    if not privacy:
+        return ["Trained on the raw data (no privacy mechanism).", ""]
+    inp = privacy["input"]
+    return [f"**Trained on a randomised-response release** (`release/`, its `certificate.json`): "
+            f"{privacy['summary'].splitlines()[0]}. Perturbed: {inp['perturbed']}. "
+            f"{privacy['published_users']:,} of {inp['users']:,} users published ({inp['refused_users']:,} refused, "
+            f"short histories: {inp['short_histories']}); alternatives: {inp['alternatives']}.",
+            f"Not protected: {inp['not_protected']}.", ""]
 
 
 def _comparable(config: dict) -> dict:

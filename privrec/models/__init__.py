@@ -19,7 +19,10 @@ def check_config(cls: type[Recommender], config: dict) -> None:
     import inspect
     import math
 
-    params = inspect.signature(cls.__init__).parameters
+    params = dict(inspect.signature(cls.__init__).parameters)
+    if hasattr(cls, "learn"):          # hyperparameters of what is learned from data before training (merges)
+        params.update({k: v for k, v in inspect.signature(cls.learn).parameters.items()
+                       if k not in ("train_inputs", "config")})
     known = [p for p in params if p != "self"]
     for key, value in config.items():
         if key not in params:
@@ -50,4 +53,14 @@ def build(name: str, **config) -> Recommender:
     return cls(**config)
 
 
-__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec"]
+def build_on(name: str, train_inputs, **config) -> Recommender:
+    """``build(name, **config)``; a model with a vocabulary learned from data (``rr-bert4rec``'s
+    item-pair merges) learns it on ``train_inputs``, the sequences it will be trained on."""
+    cls = MODELS.get(name.lower())
+    if cls is None or not hasattr(cls, "learn"):
+        return build(name, **config)
+    check_config(cls, config)
+    return cls.learn(train_inputs, **config)
+
+
+__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec"]

@@ -25,6 +25,11 @@ class Recommender(nn.Module):
     def config(self) -> dict:
         raise NotImplementedError
 
+    def read(self, seqs):
+        """The id sequence :meth:`score` reads for item histories ``seqs`` (``Sequences``): the items
+        themselves, or tokens for a model with its own vocabulary."""
+        return seqs
+
 
 class NextItemModel(Recommender):
     """A sequence encoder with a shared item table: ``encode(seq) -> (B, L, d)`` states whose

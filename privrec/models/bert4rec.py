@@ -114,13 +114,24 @@ class MergedBERT4Rec(BERT4Rec):
                              persistent=False)
 
     @classmethod
-    def learn(cls, train_inputs, n_items: int, vocab_size: int, min_count: int = 2, **config) -> MergedBERT4Rec:
+    def learn(cls, train_inputs, n_items: int, vocab_ratio: float = 1.5, min_count: int = 2,
+              vocab_size: int | None = None, **config) -> MergedBERT4Rec:
         """Learn merges on ``train_inputs`` (the sequences the model will read: the published ones)
-        up to ``vocab_size`` tokens, and build the model over them."""
+        up to ``vocab_size`` tokens (default ``vocab_ratio`` × items, the paper's Steam ratio 1.5)
+        and build the model over them."""
         from privrec.data.pair_merging import learn_merges
+        from privrec.errors import ParameterError
 
+        if vocab_size is None:
+            if not vocab_ratio >= 1:
+                raise ParameterError(f"vocab_ratio must be >= 1 (the vocabulary holds every item), got {vocab_ratio}")
+            vocab_size = int(round(vocab_ratio * n_items))
         m = learn_merges(train_inputs, n_items, vocab_size, min_count)
         return cls(n_items, m.left.tolist(), m.right.tolist(), **config)
+
+    def read(self, seqs):
+        """Histories encoded with the merges (longest first, left to right)."""
+        return self.merges.encode(seqs)
 
     def logits(self, states: torch.Tensor) -> torch.Tensor:
         """Token logits 0..vocab_size (padding -inf): what the cloze loss is computed on."""
