@@ -99,6 +99,8 @@ def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path
     assert 150 < rr_run["extra"]["vocab_size"] <= 225 and rr_run["extra"]["published_users"] == 30
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Fig. 1 analog" in md and "Claim verdict" in md and "Fig. 2 analog" in md and "eps0.1-random-seed0" in md
+    for png in ("fig1_privacy_utility.png", "fig2_window_position.png"):
+        assert (tmp_path / "out" / png).stat().st_size > 1000 and f"]({png})" in md
     logs.clear()
     again = R.reproduce(cfg, tmp_path / "out", log=logs.append)      # everything finished: nothing retrained
     assert not any("published" in m for m in logs) and again["summary"] == res["summary"]

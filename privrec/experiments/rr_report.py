@@ -125,7 +125,9 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
 
 
 def write(out_dir: str | Path, res: dict) -> None:
-    save_report(out_dir, res, markdown(res))
+    from privrec.experiments.rr_plot import plots
+
+    save_report(out_dir, res, markdown(res), plots=plots(res))
 
 
 def _find(summary: list[dict], method: str, eps, alt, pos=None) -> dict | None:
@@ -172,6 +174,10 @@ def markdown(res: dict) -> str:
                                d["paper"] if isinstance(d["paper"], str) else f"{d['paper']:+.0%}"]
                               for d in res["drops"]]), "", "**Claim verdict**", ""]
     lines += verdict(res["drops"]) or ["- not enough finished runs for a verdict"]
+    from privrec.experiments.rr_plot import plots
+
+    drawn = plots(res)
+    lines += [f"\n![{name}]({name})" for name in drawn]
     lines += ["", "## Keep probability and Thm 3.1 validity per ε", "",
               markdown_table(["ε", "keep at median length", "median length", "users outside validity (keep < 1/2)"],
                              [[f"{v['epsilon']:g}", f"{v['keep_at_median']:.4f}", f"{v['median_length']:.0f}",
