@@ -12,8 +12,9 @@ from privrec.models import MODELS
 
 
 @click.command()
-# DASL needs two domains (reproduce pricdsr)
-@click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task != "cross_domain"),
+# sequential models only: DASL needs two domains (reproduce pricdsr), the matrix models their rows
+@click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task in ("windows", "cloze",
+                                                                                          "merged_cloze")),
                                            case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
 @click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw"]), default="recbole",

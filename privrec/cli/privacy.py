@@ -57,8 +57,9 @@ def _sequence_rows(inter, max_len: int) -> tuple[np.ndarray, np.ndarray]:
 @click.option("--allow-invalid", is_flag=True,
               help="Run settings outside the theorem's validity or with infinite ε (the certificate says so).")
 @click.option("--allow-large-delta", is_flag=True, help="jlt/sjlt: accept δ >= 1/#users (reported).")
-@click.option("--aux", default=None, help="sdp: publish only this domain of a cross-domain SOURCE (PriCDSR): the "
-              "shared users' train rows, never their validation/test items; ml-1m splits by genre (action, drama).")
+@click.option("--aux", default=None, help="Publish only this domain of a cross-domain SOURCE, shared users only; ml-1m "
+              "splits by genre (action, drama). sdp (PriCDSR): the train rows, never validation/test items; jlt/sjlt "
+              "(PriCDR): the domain's whole users x items 0/1 matrix.")
 @click.option("--domain-field", default=None, help="With --aux and a file SOURCE: the column naming each row's domain.")
 def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: float, delta: float | None,
             seed: int | None, record_seed: bool, max_len: int, n_prime: int, q: float, calibration: str,
@@ -80,7 +81,9 @@ def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: 
     if delta is not None:
         check_delta(delta)
     if aux is not None or domain_field is not None:
-        _publish_aux(mechanism, source, folder, fmt or "inter", epsilon, seed, record_seed, max_len, aux, domain_field)
+        _publish_aux(mechanism, source, folder, fmt or "inter", epsilon, seed, record_seed, max_len, aux, domain_field,
+                     dict(n_prime=n_prime, q=q, calibration=calibration, delta=delta, allow_invalid=allow_invalid,
+                          allow_large_delta=allow_large_delta))
         return
     check_output(folder, input_files(source) + ([Path(embeddings)] if embeddings else []), "-o")
     check_replaceable(folder)
@@ -149,16 +152,17 @@ def _load_embeddings(path: str, n_items: int) -> np.ndarray:
 
 
 def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: float, seed: int | None,
-                 record_seed: bool, max_len: int, aux: str | None, domain_field: str | None) -> None:
-    """PriCDSR's release: one domain of two-domain data, shared users only, train items only."""
+                 record_seed: bool, max_len: int, aux: str | None, domain_field: str | None, matrix: dict) -> None:
+    """One domain of two-domain data, shared users only: PriCDSR's train rows (sdp) or PriCDR's
+    rating matrix (jlt, sjlt)."""
     from privrec.data.crossdomain import load_cross_domain
-    from privrec.release.crossdomain import publish_domain_rows
+    from privrec.release.crossdomain import publish_domain_matrix, publish_domain_rows
     from privrec.release.folder import check_replaceable
     from privrec.release.paths import check_output, input_files
 
-    if mechanism != "sdp":
-        raise ParameterError(f"--aux/--domain-field publish one domain of cross-domain data with sdp (PriCDSR), "
-                             f"not {mechanism}")
+    if mechanism not in ("sdp", "jlt", "sjlt"):
+        raise ParameterError(f"--aux/--domain-field publish one domain of cross-domain data with sdp (PriCDSR) or "
+                             f"jlt/sjlt (PriCDR), not {mechanism}")
     if aux is None:
         raise ParameterError("--domain-field needs --aux DOMAIN: the domain whose rows are published")
     check_output(folder, input_files(source), "-o")
@@ -166,6 +170,14 @@ def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: f
     data = load_cross_domain(source, domain_field)
     if aux not in data.names:
         raise ParameterError(f"--aux {aux!r} is not a domain of {source}; its domains are {list(data.names)}")
+    if mechanism != "sdp":
+        release, g = publish_domain_matrix(folder, data, aux, mechanism, epsilon, seed, record_seed=record_seed,
+                                           source=str(source), **matrix)
+        click.echo(f"wrote release {folder}/ ({', '.join(release.files)} + certificate.json): {data.n_users:,} users "
+                   f"x {release.certificate['input']['n_prime']} columns from "
+                   f"{release.certificate['input']['interactions']:,} interactions")
+        click.echo(g.summary())
+        return
     release, g = publish_domain_rows(folder, data, aux, "sdp", epsilon, max_len, seed, record_seed=record_seed,
                                      fmt=fmt, source=str(source))
     click.echo(f"wrote release {folder}/ ({', '.join(release.files)} + certificate.json): "

@@ -70,6 +70,19 @@ class CrossDomainData:
         """A domain's per-user sequences without its validation and test items."""
         return self.domain(name).split.train
 
+    def matrix(self, name: str):
+        """A domain's users x items 0/1 matrix of every interaction (PriCDR's rating matrix: each
+        rating an implicit positive), scipy CSR; row r = shared user code r + 1, column c = item c + 1."""
+        import scipy.sparse as sp
+
+        seqs = self.domain(name).sequences
+        rows = seqs.row_ids()[seqs.indptr[1]:] - 1
+        m = sp.csr_matrix((np.ones(len(rows)), (rows, seqs.items[seqs.indptr[1]:] - 1)),
+                          shape=(self.n_users, self.domain(name).n_items))
+        m.sum_duplicates()
+        m.data[:] = 1.0
+        return m
+
     def statistics(self) -> list[dict]:
         """Per-domain statistics in the shape of PriCDSR's Table I."""
         out = []

@@ -80,3 +80,27 @@ def temporal_fraction(seqs: Sequences, test_frac: float = 0.2, valid_frac: float
     valid = seqs.take_slices(n_first - n_valid, n_first)
     test = seqs.take_slices(n_first, n)
     return Split(train, valid, test, "temporal_fraction", {"test_frac": test_frac, "valid_frac": valid_frac})
+
+
+def random_holdout(seqs: Sequences, seed: int, min_len: int = 3) -> Split:
+    """Per user, two distinct items drawn uniformly at random -> valid and test; the rest -> train
+    (in their original order). NCF's / PriCDR's protocol ("we randomly reserve two items for each
+    user"): random, not temporal. Users with fewer than ``min_len`` items keep everything in train
+    and are not evaluated, so no held-out item is ever trained on. Seeded: same seed, same split."""
+    if min_len < 3:
+        raise ParameterError("a random hold-out needs min_len >= 3 (one train, one valid, one test item)")
+    n = seqs.lengths
+    rows = seqs.row_ids()
+    key = np.random.default_rng([seed, 31]).random(len(seqs.items))
+    order = np.lexsort((key, rows))                 # per row, positions in random order
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order)) - np.repeat(seqs.indptr[:-1], n)
+    held = (rank < 2) & (n[rows] >= min_len)
+    part = np.where(held, rank, 2)                  # 0 valid, 1 test, 2 train
+
+    def take(k: int) -> Sequences:
+        keep = part == k
+        counts = np.bincount(rows[keep], minlength=seqs.n_rows)
+        return Sequences(np.concatenate([[0], np.cumsum(counts)]), seqs.items[keep])
+
+    return Split(take(2), take(0), take(1), "random_holdout", {"min_len": min_len, "seed": seed})

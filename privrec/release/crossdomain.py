@@ -1,4 +1,6 @@
-"""PriCDSR's release: one domain of two-domain data, shared users only, train items only.
+"""Releases of one domain of two-domain data, shared users only.
+
+PriCDSR's (:func:`publish_domain_rows`): the domain's train rows as sequences.
 
 The auxiliary domain's train rows (never its validation or test items), the last ``max_len``
 items of each shared user, front-padded, go through a sequence mechanism; the release folder is
@@ -18,7 +20,7 @@ from privrec.privacy.guarantee import Guarantee
 from privrec.release import tables as T
 from privrec.release.certificate import certificate
 from privrec.release.folder import Release, read_release, write_release
-from privrec.release.publish import perturb_sequences
+from privrec.release.publish import perturb_sequences, project_ratings
 from privrec.utils.repro import resolve_seed
 
 
@@ -62,3 +64,40 @@ def read_domain_rows(folder: str | Path, data: CrossDomainData, domain: str, max
     release = read_release(folder)
     return T.read_sequences(release.data_file((".inter", ".csv", ".parquet")), data.users,
                             data.domain(domain).items, max_len)
+
+
+def publish_domain_matrix(folder: str | Path, data: CrossDomainData, domain: str, mechanism: str, epsilon: float,
+                          seed: int | None, *, n_prime: int = 500, q: float = 0.1, calibration: str = "paper",
+                          delta: float | None = None, record_seed: bool = False, source: str = "",
+                          allow_invalid: bool = False, allow_large_delta: bool = False) -> tuple[Release, Guarantee]:
+    """Project ``domain``'s 0/1 matrix (:meth:`CrossDomainData.matrix`) with ``mechanism`` (jlt or
+    sjlt) and write the release folder ``folder``."""
+    folder = Path(folder)
+    info = resolve_seed(seed)
+    ratings = data.matrix(domain)
+    out, g = project_ratings(ratings, mechanism, epsilon, np.random.default_rng(info.seed), delta=delta,
+                             n_prime=n_prime, q=q, calibration=calibration, max_change=1.0,
+                             allow_invalid=allow_invalid, allow_large_delta=allow_large_delta)
+    cert = certificate(g, info, kind="rating-matrix", record_seed=record_seed,
+                       input_desc={"source": source, "mechanism": mechanism, "domain": domain, "users": data.n_users,
+                                   "items": data.domain(domain).n_items, "interactions": int(ratings.nnz),
+                                   "n_prime": int(out.shape[1]), "values": "every rating an implicit 1, else 0"})
+    users = data.users.decode(np.arange(1, data.n_users + 1))
+    release = write_release(folder, lambda tmp: T.write_matrix(tmp, folder.name, out, users, "p", "parquet"), cert)
+    return release, g
+
+
+def read_domain_matrix(folder: str | Path, data: CrossDomainData, domain: str | None = None) -> np.ndarray:
+    """A verified rating-matrix release aligned to ``data``'s users: (n_users + 1, n') float64, row 0
+    zeros. ``domain``: refuse a release of another domain."""
+    from privrec.errors import ReleaseError
+
+    release = read_release(folder)
+    cert = release.certificate
+    if cert.get("kind") != "rating-matrix":
+        raise ReleaseError(f"{folder}: a {cert.get('kind')!r} release, not a published rating matrix (privrec publish "
+                           "jlt|sjlt)")
+    got = cert.get("input", {}).get("domain")
+    if domain is not None and got is not None and got != domain:
+        raise ReleaseError(f"{folder}: publishes domain {got!r}, expected {domain!r}")
+    return T.read_matrix(release.data_file((".parquet", ".csv")), data.users, "p")

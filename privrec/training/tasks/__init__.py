@@ -18,11 +18,14 @@ task                      a training sample                      evaluated on
  (Mu & Lim)               item pairs; labels = true spans
 :class:`CrossDomainTask`  per user, target-domain positions      target domain's held-out item from its
  (DASL, PriCDSR)          with an auxiliary row aligned to them  own history and the (published) aux row
+:class:`InteractionTask`  a training (user, item) pair with 4    each user's random held-out item (valid,
+ (BPR, NeuMF, DMF,        uniform negatives (order ignored)      test) scored from the user id; the model
+ HeteroCDR / PriCDR)                                             holds its rows and the published source
 ========================  =====================================  ==========================================
 
 Common to all: the split decides the held-out items (:mod:`privrec.data.splits`:
 ``leave_one_out`` — last item test, second last validation; ``temporal_fraction`` — the
-last 20 % test), the validation history is the train part and the test history is
+last 20 % test; ``random_holdout`` — two random items, NCF/PriCDR), the validation history is the train part and the test history is
 train + validation, the test split is read once after model selection on validation, and
 full ranking covers every item (with or without masking the user's history: the
 evaluator's protocol, not the task, decides).
@@ -34,6 +37,7 @@ from privrec.training.tasks.cloze import ClozeTask, cloze_chunks
 from privrec.training.tasks.cross_domain import CrossDomainTask
 from privrec.training.tasks.merged import MergedClozeTask, span_labels
 from privrec.training.tasks.private import PrivateInputs, private_inputs
+from privrec.training.tasks.ratings import InteractionTask
 from privrec.training.tasks.windows import WINDOW_MODES, SequenceTask, mean_context, next_item_windows
 
 
@@ -48,9 +52,11 @@ def task_for(model, split, n_items: int, max_len: int, *, window_mode: str = "al
     if kind == "merged_cloze":
         return MergedClozeTask(split, n_items, max_len, mask_prob=model.mask_prob, private=private,
                                merges=model.merges)
+    if kind == "interactions":
+        return InteractionTask(split, n_items)
     if kind == "windows":
         return SequenceTask(split, n_items, max_len, window_mode, stride, private=private)
     raise ParameterError(f"{type(model).__name__}.task = {kind!r} is not a single-domain training task")
 
-__all__ = ["WINDOW_MODES", "ClozeTask", "CrossDomainTask", "MergedClozeTask", "PrivateInputs", "SequenceTask", "SplitEvaluation", "cloze_chunks",
+__all__ = ["WINDOW_MODES", "ClozeTask", "CrossDomainTask", "InteractionTask", "MergedClozeTask", "PrivateInputs", "SequenceTask", "SplitEvaluation", "cloze_chunks",
            "mean_context", "next_item_windows", "private_inputs", "span_labels", "task_for"]

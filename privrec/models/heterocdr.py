@@ -1,0 +1,89 @@
+"""HeteroCDR (PriCDR, Chen et al. WWW'22, Sec. 4.4): the target domain's model over its own
+ratings and the source domain's *published* rating matrix R'^A (users x n', e.g. a JLT release).
+
+* Rating reconstruction of the source (Eq. 5): an autoencoder over each user's published row,
+  encoder n' -> 500 -> h, decoder h -> 500 -> n', mean squared error; U^A_i = E(R'^A_i).
+* Rating regression of the target (Eqs. 6): DMF (:class:`~privrec.models.mf.DMF`), whose user
+  tower gives U^B_i (same size h) and whose cosine is the predicted rating, cross-entropy.
+* User embedding alignment (Eq. 7): ||U^A_i - U^B_i||^2 for the same user i — per user, not
+  between every pair of users in a batch (the reference code broadcasts it).
+* Total (Eq. 8): L_rec + L_reg + alpha L_ali, alpha = 100.
+
+Per batch of training pairs, each loss is a mean over the pairs' rows (the paper writes sums over
+users and pairs; means keep the terms' balance independent of the batch size). The published
+matrix is rescaled by its overall standard deviation before use (post-processing of a release,
+so the guarantee is unchanged): a JLT release at small epsilon has entries of size w, which would
+otherwise swamp the reconstruction loss.
+
+``symmetric=True`` is the paper's PriCDR-SYM ablation: an autoencoder on the target side too —
+U^B_i = E_B(R^B_i) from the user's training row, ratings read from its decoder D_B(U^B_i) —
+instead of DMF.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from privrec.models.mf import DMF, mlp
+
+
+class HeteroCDR(DMF):
+    name = "heterocdr"
+
+    def __init__(self, n_users: int, n_items: int, n_source: int, hidden: tuple[int, ...] | list[int] = (500, 200),
+                 alpha: float = 100.0, symmetric: bool = False):
+        super().__init__(n_users, n_items, hidden)
+        hidden = tuple(int(h) for h in hidden)
+        self._config.update(n_source=n_source, alpha=alpha, symmetric=symmetric)
+        self.alpha, self.symmetric = float(alpha), bool(symmetric)
+        self.register_buffer("source", torch.zeros(n_users, n_source))
+        self.source_encoder = mlp((n_source, *hidden), last_activation=False)
+        self.source_decoder = mlp((*reversed(hidden), n_source), last_activation=False)
+        if symmetric:                       # the target read back from U^B instead of DMF's item tower
+            self.target_decoder = mlp((*reversed(hidden), n_items + 1), last_activation=False)
+            del self.item_tower
+
+    def set_source(self, published: torch.Tensor) -> None:
+        """The published source rows (users aligned with the target's user codes), scaled to unit std."""
+        if tuple(published.shape) != tuple(self.source.shape):
+            raise ValueError(f"published matrix must have shape {tuple(self.source.shape)}, got {tuple(published.shape)}")
+        std = published.float().std().clamp_min(1e-12)
+        self.source.copy_(published.float() / std)
+
+    def _item_key(self) -> tuple:
+        if self.symmetric:
+            return (self.training, self.matrix._version,
+                    *((id(p), p._version) for p in self.target_decoder.parameters()))
+        return super()._item_key()
+
+    def losses(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        users = batch["user"]
+        src = self.source[users]
+        u_a = self.source_encoder(src)
+        u_b = self.user_embedding(users)
+        rec = F.mse_loss(self.source_decoder(u_a), src)
+        if self.symmetric:
+            logits = self.target_decoder(u_b).gather(1, batch["item"])
+            reg = F.binary_cross_entropy_with_logits(logits, batch["label"])
+        else:
+            p = self._cosine(u_b[:, None, :], self.item_embedding(batch["item"]))
+            reg = F.binary_cross_entropy(p, batch["label"])
+        ali = (u_a - u_b).pow(2).sum(-1).mean()
+        return {"rec": rec, "reg": reg, "ali": ali}
+
+    def loss(self, batch):
+        parts = self.losses(batch)
+        return parts["rec"] + parts["reg"] + self.alpha * parts["ali"]
+
+    def pair_logits(self, users, items):
+        if self.symmetric:
+            return self.target_decoder(self.user_embedding(users)).gather(1, items)
+        return super().pair_logits(users, items)
+
+    def score(self, batch):
+        if self.symmetric:
+            out = self.target_decoder(self.user_embedding(batch["user"]))
+            out[:, 0] = -torch.inf
+            return out
+        return super().score(batch)
