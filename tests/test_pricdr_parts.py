@@ -174,3 +174,37 @@ def test_heterocdr_alignment_is_per_user_and_dmf_scores_follow_loaded_weights(da
     s2 = model.score({"user": users})
     assert torch.isinf(s2[:, 0]).all() and not torch.allclose(s1[:, 1:], s2[:, 1:])
     torch.testing.assert_close(s2, other.eval().score({"user": users}))
+
+
+def test_fast_scoring_paths_equal_the_plain_formulas():
+    """DMF reads distinct items from a cached transpose and NeuMF factors its all-items score: both must give
+    the dense formulas' numbers."""
+    torch.manual_seed(0)
+    dmf = build_model("dmf", n_users=7, n_items=9, hidden=(6, 4))
+    mat = (torch.rand(7, 10) < 0.4).float() * torch.randint(1, 6, (7, 10)).float()
+    mat[:, 0] = 0
+    dmf.set_matrix(mat)
+    users, items = torch.tensor([0, 3, 6, 3]), torch.tensor([[1, 2], [9, 9], [0, 5], [4, 1]])
+    torch.testing.assert_close(dmf.user_embedding(users), dmf.user_tower(mat[users]))
+    torch.testing.assert_close(dmf.item_embedding(items), dmf.item_tower(mat[:, items.reshape(-1)].T).reshape(4, 2, -1))
+    neumf = build_model("neumf", n_users=7, n_items=9, dim=8).eval()
+    all_items = torch.arange(10).expand(4, -1)
+    expected = neumf.pair_logits(users, all_items)
+    expected[:, 0] = -torch.inf
+    torch.testing.assert_close(neumf.score({"user": users}, chunk=3), expected)
+
+
+def test_matrix_release_bad_settings(data, tmp_path):
+    """sd outside (0, 1] is refused with nothing written; n' above the item count is allowed (the
+    guarantee does not depend on it) but warned about."""
+    from privrec.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=r"\(0, 1\]"):
+        publish_domain_matrix(tmp_path / "bad", data, "A", "jlt", 1.0, 0, n_prime=8, keep=0.0)
+    assert not (tmp_path / "bad").exists()
+    with pytest.warns(UserWarning, match="exceeds"):
+        publish_domain_matrix(tmp_path / "wide", data, "A", "jlt", 1.0, 0, n_prime=data.domain("A").n_items + 5)
+    _, g = publish_domain_matrix(tmp_path / "thin", data, "A", "jlt", 1.0, 0, n_prime=8, keep=0.5)
+    cert = json.loads((tmp_path / "thin" / "certificate.json").read_text())
+    assert cert["input"]["kept_fraction"] == 0.5
+    assert cert["input"]["interactions"] < int(data.matrix("A").nnz)

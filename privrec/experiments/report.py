@@ -83,3 +83,16 @@ def save_report(out_dir: str | os.PathLike, result: dict, markdown: str,
         for name, draw in (plots or {}).items():
             draw(tmp / name)
     return out
+
+
+def certificates(published: str | os.PathLike) -> dict[str, dict]:
+    """The certificate of every release folder under ``published`` (name → summary, input, guarantee)."""
+    import json
+    from pathlib import Path
+
+    folder = Path(published)
+    out = {}
+    for cert in sorted(folder.glob("*/certificate.json")) if folder.is_dir() else []:
+        c = json.loads(cert.read_text(encoding="utf-8"))
+        out[cert.parent.name] = {"summary": c["summary"], "input": c["input"], "guarantee": c["guarantee"]}
+    return out

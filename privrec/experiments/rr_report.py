@@ -5,12 +5,11 @@ Metric columns are named ``"hr@1 (sampled)"``: metric and protocol (``record.met
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from privrec.experiments.report import aggregate, markdown_table, pm, save_report
+from privrec.experiments.report import aggregate, certificates, markdown_table, pm, save_report
 from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
 
 PAPER = {"metrics": ("hr@1 (sampled)", "ndcg@5 (sampled)"),
@@ -97,15 +96,6 @@ def validity(hist_lengths: np.ndarray, epsilons: list[float]) -> list[dict]:
         out.append({"epsilon": e, "median_length": float(np.median(n)),
                     "keep_at_median": float(keep_probabilities(np.array([int(np.median(n))]), e)[0]),
                     "outside_validity": float((k < 0.5).mean()), "users": int(len(n))})
-    return out
-
-
-def certificates(published: Path) -> dict[str, dict]:
-    """The certificate of every release folder made for these runs (name → summary, input, guarantee)."""
-    out = {}
-    for cert in sorted(published.glob("*/certificate.json")) if published.is_dir() else []:
-        c = json.loads(cert.read_text(encoding="utf-8"))
-        out[cert.parent.name] = {"summary": c["summary"], "input": c["input"], "guarantee": c["guarantee"]}
     return out
 
 

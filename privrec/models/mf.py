@@ -4,8 +4,8 @@ with :class:`~privrec.training.tasks.ratings.InteractionTask`:
 * :class:`BPRMF` — matrix factorisation with the BPR pairwise loss (Rendle et al., 2009);
 * :class:`NeuMF` — GMF and MLP towers fused (He et al., WWW'17), pointwise log loss;
 * :class:`DMF` — deep matrix factorisation (Xue et al., IJCAI'17): a user's interaction row and an
-  item's interaction column through MLPs, cosine similarity as the predicted rating, normalised
-  cross-entropy (binary here: ratings >= 3 are the positives). Its user tower is HeteroCDR's target
+  item's interaction column through MLPs, cosine similarity (remapped to (0, 1)) as the predicted
+  rating, normalised cross-entropy (binary here: every rating is a positive). Its user tower is HeteroCDR's target
   side (:mod:`privrec.models.heterocdr`).
 
 Each model scores every item for a batch of user ids (``score({"user": ...})``).
@@ -91,10 +91,23 @@ class NeuMF(PairModel):
         deep = self.tower(torch.cat([u, self.item_mlp(items)], -1))
         return self.out(torch.cat([gmf, deep], -1)).squeeze(-1)
 
-    def score(self, batch):
+    def score(self, batch, chunk: int = 128):
+        """Every item for each user, the same numbers as :meth:`pair_logits` but factored: the GMF
+        half and the first MLP layer are per user plus per item, so only the later MLP layers run
+        per (user, item) pair — in chunks of users to bound memory."""
         users = batch["user"]
-        items = torch.arange(self.item_gmf.num_embeddings, device=users.device).expand(len(users), -1)
-        out = self.pair_logits(users, items)
+        if self.training:
+            items = torch.arange(self.item_gmf.num_embeddings, device=users.device).expand(len(users), -1)
+            out = self.pair_logits(users, items)
+        else:
+            first, rest = self.tower[1][0], self.tower[1][1:]
+            d = self.user_mlp.embedding_dim
+            w_out = self.out.weight[0]
+            gmf = (self.user_gmf(users) * w_out[:d]) @ self.item_gmf.weight.T + self.out.bias
+            u = self.user_mlp(users) @ first.weight[:, :d].T + first.bias
+            v = self.item_mlp.weight @ first.weight[:, d:].T
+            deep = torch.cat([rest(u[i:i + chunk, None, :] + v) @ w_out[d:] for i in range(0, len(users), chunk)])
+            out = gmf + deep
         out[:, 0] = -torch.inf
         return out
 
@@ -113,6 +126,7 @@ class DMF(PairModel):
         self.user_tower = mlp((n_items + 1, *hidden), last_activation=False)
         self.item_tower = mlp((n_users, *hidden), last_activation=False)
         self._items_cache: tuple[tuple, torch.Tensor] | None = None
+        self._columns_cache: tuple[tuple, torch.Tensor] | None = None
 
     def set_matrix(self, matrix: torch.Tensor) -> None:
         """The training interactions (users x (items + 1), column 0 padding); never held-out items."""
@@ -120,21 +134,36 @@ class DMF(PairModel):
             raise ValueError(f"matrix must have shape {tuple(self.matrix.shape)}, got {tuple(matrix.shape)}")
         self.matrix.copy_(matrix)
 
+    def _columns(self) -> torch.Tensor:
+        """The matrix transposed and contiguous (items x users), rebuilt only when the matrix changes:
+        gathering an item's column from the row-major matrix is a strided copy, several times slower
+        than the item tower itself."""
+        key = (self.matrix._version, self.matrix.data_ptr())
+        if self._columns_cache is None or self._columns_cache[0] != key:
+            self._columns_cache = (key, self.matrix.T.contiguous())
+        return self._columns_cache[1]
+
     def user_embedding(self, users: torch.Tensor) -> torch.Tensor:
         return self.user_tower(self.matrix[users])
 
     def item_embedding(self, items: torch.Tensor) -> torch.Tensor:
-        return self.item_tower(self.matrix[:, items.reshape(-1)].T).reshape(*items.shape, -1)
+        """Each distinct item through the tower once (a batch of pairs repeats items many times)."""
+        unique, inverse = torch.unique(items.reshape(-1), return_inverse=True)
+        return self.item_tower(self._columns()[unique])[inverse].reshape(*items.shape, -1)
 
     def _cosine(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return F.cosine_similarity(u, v, dim=-1).clamp(1e-6, 1 - 1e-6)
+        """The predicted interaction probability (1 + cos) / 2 in (0, 1). Xue et al. clamp the cosine
+        at mu = 1e-6 instead; with towers whose last layer can go negative that clamp has zero
+        gradient for every pair of negative cosine, and on ML-1M a run collapsed with every positive
+        stuck there (loss constant at 0.2 * -ln 1e-6). The remap is monotone: same ranking."""
+        return ((1 + F.cosine_similarity(u, v, dim=-1)) / 2).clamp(1e-6, 1 - 1e-6)
 
     def pair_logits(self, users, items):
         p = self._cosine(self.user_embedding(users)[:, None, :], self.item_embedding(items))
         return torch.logit(p)
 
     def loss(self, batch):
-        """Normalised cross-entropy (Xue et al. Eq. 12) on the clamped cosine; labels are 0/1 here."""
+        """Normalised cross-entropy (Xue et al. Eq. 12) on (1 + cos) / 2; labels are 0/1 here."""
         p = self._cosine(self.user_embedding(batch["user"])[:, None, :], self.item_embedding(batch["item"]))
         return F.binary_cross_entropy(p, batch["label"])
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from privrec.data.crossdomain import CrossDomainData
+from privrec.errors import ParameterError
 from privrec.privacy.guarantee import Guarantee
 from privrec.release import tables as T
 from privrec.release.certificate import certificate
@@ -69,18 +70,28 @@ def read_domain_rows(folder: str | Path, data: CrossDomainData, domain: str, max
 def publish_domain_matrix(folder: str | Path, data: CrossDomainData, domain: str, mechanism: str, epsilon: float,
                           seed: int | None, *, n_prime: int = 500, q: float = 0.1, calibration: str = "paper",
                           delta: float | None = None, record_seed: bool = False, source: str = "",
-                          allow_invalid: bool = False, allow_large_delta: bool = False) -> tuple[Release, Guarantee]:
+                          allow_invalid: bool = False, allow_large_delta: bool = False,
+                          keep: float = 1.0) -> tuple[Release, Guarantee]:
     """Project ``domain``'s 0/1 matrix (:meth:`CrossDomainData.matrix`) with ``mechanism`` (jlt or
-    sjlt) and write the release folder ``folder``."""
+    sjlt) and write the release folder ``folder``. ``keep`` < 1 publishes a sparser source: each
+    interaction kept independently with that probability first (PriCDR Fig. 5's sparsity degree
+    sd; the draw uses the release seed's own stream)."""
     folder = Path(folder)
     info = resolve_seed(seed)
     ratings = data.matrix(domain)
+    if not 0 < keep <= 1:
+        raise ParameterError(f"keep (the source's sampled fraction sd) must be in (0, 1], got {keep}")
+    if keep < 1:
+        thin = np.random.default_rng([info.seed, 1]).random(ratings.nnz) < keep
+        ratings = ratings.copy()
+        ratings.data = ratings.data * thin
+        ratings.eliminate_zeros()
     out, g = project_ratings(ratings, mechanism, epsilon, np.random.default_rng(info.seed), delta=delta,
                              n_prime=n_prime, q=q, calibration=calibration, max_change=1.0,
                              allow_invalid=allow_invalid, allow_large_delta=allow_large_delta)
     cert = certificate(g, info, kind="rating-matrix", record_seed=record_seed,
                        input_desc={"source": source, "mechanism": mechanism, "domain": domain, "users": data.n_users,
-                                   "items": data.domain(domain).n_items, "interactions": int(ratings.nnz),
+                                   "items": data.domain(domain).n_items, "interactions": int(ratings.nnz), "kept_fraction": keep,
                                    "n_prime": int(out.shape[1]), "values": "every rating an implicit 1, else 0"})
     users = data.users.decode(np.arange(1, data.n_users + 1))
     release = write_release(folder, lambda tmp: T.write_matrix(tmp, folder.name, out, users, "p", "parquet"), cert)

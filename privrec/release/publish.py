@@ -120,6 +120,12 @@ def project_ratings(ratings, mechanism: str, epsilon: float, rng: np.random.Gene
     dlt = check_delta(default_delta(n_users) if delta is None else delta)
     if not isinstance(n_prime, (int, np.integer)) or n_prime < 1:
         raise ParameterError(f"--n-prime must be a positive integer, got {n_prime!r}")
+    if n_prime > n_items:
+        import warnings
+
+        warnings.warn(f"n' = {n_prime} exceeds the {n_items} items: the release is wider than the matrix (no "
+                      "reduction, more noise columns); the guarantee still holds as stated. Use n' <= items to "
+                      "compress.", stacklevel=2)
     kw = dict(delta=dlt, n_prime=int(n_prime), calibration=calibration, allow_invalid=allow_invalid,
               max_change=max_change)
     if mechanism == "jlt":
