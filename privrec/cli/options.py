@@ -10,6 +10,23 @@ from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 
 
+def grid_options(f):
+    """The runner's options of every ``reproduce`` command: threads, parallel jobs, resume, merging
+    other progress files, report only."""
+    f = click.option("--report-only", is_flag=True,
+                     help="Train nothing: write the report from the finished runs, listing the missing ones.")(f)
+    f = click.option("--add-progress", "add_progress", multiple=True, type=click.Path(dir_okay=False, exists=True),
+                     help="Also reuse the finished runs of another progress file (e.g. seeds run elsewhere with "
+                          "--seeds 1 --out reports/x-s1); only runs of the same configuration count. Repeatable.")(f)
+    f = click.option("--resume/--no-resume", default=True, show_default=True,
+                     help="Reuse finished runs recorded in OUT.progress.jsonl by an earlier, interrupted run.")(f)
+    f = click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Train this many runs at once in worker processes (~1.5 GB memory each on ML-1M); "
+                          "the numbers are those of a one-process run.")(f)
+    f = click.option("--threads", type=int, default=None, help="torch CPU threads per training (default 1).")(f)
+    return f
+
+
 def eval_options(f):
     f = click.option("--eval-mode", type=click.Choice(["full", "sampled"]), default="full", show_default=True,
                      help="Full ranking over all items, or sampled ranking against negatives.")(f)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from privrec.cli.options import grid_options
 from privrec.errors import ParameterError
 
 
@@ -90,17 +91,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 @click.option("--epsilons", default=None,
               help="Comma-separated ε of the Table III sweep (default 1,2,5,10,20,50; quick: 1,10,50). "
                    "'--epsilons 10' trains Table II only; the finished runs count toward a later full sweep.")
-@click.option("--threads", type=int, default=None, help="torch CPU threads per training (default 1).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Train this many runs at once in worker processes (~1.5 GB memory each on ML-1M); "
-                   "the numbers are those of a one-process run.")
-@click.option("--resume/--no-resume", default=True, show_default=True,
-              help="Reuse finished runs recorded in OUT.progress.jsonl by an earlier, interrupted run.")
-@click.option("--add-progress", "add_progress", multiple=True, type=click.Path(dir_okay=False, exists=True),
-              help="Also reuse the finished runs of another progress file (e.g. seeds run in parallel with "
-                   "--seeds 1 --out reports/pricdsr-s1); only runs of the same configuration count. Repeatable.")
-@click.option("--report-only", is_flag=True,
-              help="Train nothing: write the report from the finished runs, listing the missing ones.")
+@grid_options
 @click.option("--data", "sources", multiple=True,
               help="Your own data instead of ML-1M by genre: one file (.inter/.csv/.parquet) with --domain-field, "
                    "or --data twice, one file per domain sharing the user id field (domains named by file stem).")
@@ -128,14 +119,7 @@ def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilo
 @click.option("--epsilons", default=None, help="Comma-separated ε of Fig. 1 (default 0.1,0.01,0.001,0.0001).")
 @click.option("--methods", default=None, help="Comma-separated Fig. 1 methods (default GRU4Rec,BERT4Rec,RR-BERT4Rec).")
 @click.option("--no-extras", is_flag=True, help="Fig. 1 only: no ablations, alternatives or Fig. 2 runs.")
-@click.option("--threads", type=int, default=None, help="torch CPU threads per training (default 1).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Train this many runs at once in worker processes; the numbers are those of a one-process run.")
-@click.option("--resume/--no-resume", default=True, show_default=True,
-              help="Reuse finished runs recorded in OUT.progress.jsonl.")
-@click.option("--add-progress", "add_progress", multiple=True, type=click.Path(dir_okay=False, exists=True),
-              help="Also reuse the finished runs of another progress file of the same configuration. Repeatable.")
-@click.option("--report-only", is_flag=True, help="Train nothing: write the report from the finished runs.")
+@grid_options
 def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: str | None, methods: str | None,
        no_extras: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...],
        report_only: bool) -> None:
@@ -188,14 +172,7 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
 @click.option("--methods", default=None, help="Comma-separated Table 1 methods (default: all eight).")
 @click.option("--no-sweeps", is_flag=True, help="Table 1 only: no Figs. 2-5 runs.")
-@click.option("--threads", type=int, default=None, help="torch CPU threads per training (default 1).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Train this many runs at once in worker processes; the numbers are those of a one-process run.")
-@click.option("--resume/--no-resume", default=True, show_default=True,
-              help="Reuse finished runs recorded in OUT.progress.jsonl.")
-@click.option("--add-progress", "add_progress", multiple=True, type=click.Path(dir_okay=False, exists=True),
-              help="Also reuse the finished runs of another progress file of the same configuration. Repeatable.")
-@click.option("--report-only", is_flag=True, help="Train nothing: write the report from the finished runs.")
+@grid_options
 def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods: str | None, no_sweeps: bool,
            threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """PriCDR's Table 1 (single-domain baselines, PriCDR-SYM/-J/-S, HeteroCDR on the raw source, a

@@ -26,19 +26,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from privrec.data.crossdomain import CrossDomainData, ml1m_cross_domain, subsample_users
 from privrec.errors import ParameterError
-from privrec.evaluation.evaluator import EvalConfig, evaluate
+from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import runner
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.privacy.validate import check_epsilon
-from privrec.training.trainer import TrainConfig, Trainer
-from privrec.utils.repro import config_hash, environment, seed_torch
+from privrec.training.trainer import TrainConfig
+from privrec.utils.repro import config_hash, seed_torch
 
 # method -> (model, source kind): source None (target only), "jlt"/"sjlt" (a release), "raw", "noise"
 METHODS: dict[str, tuple[str, str | None, dict]] = {
@@ -244,14 +244,8 @@ class PriCDRExperiment:
             model.set_source(torch.from_numpy(source).float())
         task = InteractionTask(split, n_items, c.n_negatives)
         tag = f"  [{lab['method']} {lab['target']}<-{lab['source']} eps={lab['epsilon']} seed {spec.seed}]"
-        log(f"{tag} {task.describe()}")
-        trainer = Trainer(model, task, replace(c.train, seed=spec.seed), replace(SAMPLED, seed=spec.seed),
-                          log=lambda m: log(f"{tag} {m}"))
-        fit = trainer.fit(state)
-        sampled = trainer.test()
-        full = evaluate(trainer.model, task, "test", FULL, trainer.device)
-        return RunRecord(spec.key, spec.seed, dict(lab), fit.to_dict(), {"sampled": sampled.metrics,
-                                                                         "full": full.metrics})
+        fit, metrics = runner.fit_and_test(model, task, c.train, SAMPLED, FULL, spec.seed, state, tag, log)
+        return RunRecord(spec.key, spec.seed, dict(lab), fit, metrics)
 
 
 def result_line(r: RunRecord) -> str:
@@ -287,12 +281,7 @@ def reproduce(cfg: PriCDRConfig, out_dir: str | Path, log: Callable[[str], None]
     data = load_data(cfg, data)
     for row in data.statistics():
         log(f"{cfg.dataset} {row}")
-    published = Path(str(out_dir).rstrip("/") + ".published")
-    run_cfg = replace(cfg, train=replace(cfg.train, progress=False)) if workers > 1 else cfg
-    exp = PriCDRExperiment(run_cfg, data, published)
-    outcome = runner.execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
-                             jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
-                             describe=result_line)
-    result = R.result(cfg, exp, outcome, command=command, seconds=time.perf_counter() - t0, env=environment())
-    R.write(out_dir, result)
-    return result
+    return runner.reproduce_grid(cfg, lambda c, pub: PriCDRExperiment(c, data, pub), R, out_dir, log=log,
+                                 describe=result_line, started=t0, resume=resume, add_progress=add_progress,
+                                 train_missing=train_missing, keep_capped_states=keep_capped_states,
+                                 command=command, workers=workers, threads=threads)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -33,14 +33,14 @@ import numpy as np
 
 from privrec.data.preprocess import Preprocessing
 from privrec.errors import ParameterError
-from privrec.evaluation.evaluator import EvalConfig, evaluate
+from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import runner
 from privrec.experiments.rr_release import ALTERNATIVES, alternative_map, item_embeddings, publish_split, read_private
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.experiments.sequential import DEFAULT_MODEL_CONFIG
 from privrec.privacy.validate import check_epsilon
-from privrec.training.trainer import TrainConfig, Trainer
-from privrec.utils.repro import config_hash, environment, seed_torch
+from privrec.training.trainer import TrainConfig
+from privrec.utils.repro import config_hash, seed_torch
 
 # method -> (model, model-config overrides)
 METHODS: dict[str, tuple[str, dict]] = {
@@ -191,17 +191,11 @@ class RRExperiment:
         model = build_on(model_name, self.split.train if private is None else private.train, n_items=n, **mc)
         task = task_for(model, self.split, n, cfg.max_len, private=private)
         tag = f"  [{lab['method']} eps={lab['epsilon']} {lab['alternatives'] or ''} seed {spec.seed}]"
-        log(f"{tag} {task.describe()}")
-        trainer = Trainer(model, task, replace(cfg.train, seed=spec.seed), replace(SAMPLED, seed=spec.seed),
-                          log=lambda m: log(f"{tag} {m}"))
-        fit = trainer.fit(state)
-        sampled = trainer.test()
-        full = evaluate(trainer.model, task, "test", FULL, trainer.device)
+        fit, metrics = runner.fit_and_test(model, task, cfg.train, SAMPLED, FULL, spec.seed, state, tag, log)
         extra = {"published_users": None if private is None else private.n_published}
         if model_name == "rr-bert4rec":
             extra["vocab_size"] = model.merges.vocab_size
-        return RunRecord(spec.key, spec.seed, dict(lab), fit.to_dict(),
-                         {"sampled": sampled.metrics, "full": full.metrics}, extra=extra)
+        return RunRecord(spec.key, spec.seed, dict(lab), fit, metrics, extra=extra)
 
 
 def result_line(r: RunRecord) -> str:
@@ -234,12 +228,7 @@ def reproduce(cfg: RRConfig, out_dir: str | Path, log: Callable[[str], None] = p
     t0 = time.perf_counter()
     inter, split = load_data(cfg)
     log(f"{cfg.dataset}: {inter.n_users:,} users, {inter.n_items:,} items, {len(inter):,} interactions")
-    published = Path(str(out_dir).rstrip("/") + ".published")
-    run_cfg = replace(cfg, train=replace(cfg.train, progress=False)) if workers > 1 else cfg
-    exp = RRExperiment(run_cfg, inter, split, published)
-    outcome = runner.execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
-                             jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
-                             describe=result_line)
-    result = R.result(cfg, exp, outcome, command=command, seconds=time.perf_counter() - t0, env=environment())
-    R.write(out_dir, result)
-    return result
+    return runner.reproduce_grid(cfg, lambda c, pub: RRExperiment(c, inter, split, pub), R, out_dir, log=log,
+                                 describe=result_line, started=t0, resume=resume, add_progress=add_progress,
+                                 train_missing=train_missing, keep_capped_states=keep_capped_states,
+                                 command=command, workers=workers, threads=threads)

@@ -268,3 +268,44 @@ def environment_note(outcome: Outcome) -> list[str]:
             f"lock than this checkout's ({lock_digest()}): "
             + ", ".join(f"`{k}`" for k in outcome.other_lock[:4]) + (" …" if len(outcome.other_lock) > 4 else "")
             + ". Their numbers came from other pinned releases (see each run's `environment` in results.json).", ""]
+
+
+def fit_and_test(model, task, train_cfg, sampled, full, seed: int, state: Path, tag: str,
+                 log: Log) -> tuple[dict, dict[str, dict[str, float]]]:
+    """Train ``model`` on ``task`` (epochs selected on validation under ``sampled``), then test it
+    under both protocols: ``(fit record, {"sampled": metrics, "full": metrics})``. Seeded by ``seed``."""
+    from dataclasses import replace
+
+    from privrec.evaluation.evaluator import evaluate
+    from privrec.training.trainer import Trainer
+
+    log(f"{tag} {task.describe()}")
+    trainer = Trainer(model, task, replace(train_cfg, seed=seed), replace(sampled, seed=seed),
+                      log=lambda m: log(f"{tag} {m}"))
+    fit = trainer.fit(state)
+    test = trainer.test()
+    return fit.to_dict(), {"sampled": test.metrics, "full": evaluate(trainer.model, task, "test", full,
+                                                                     trainer.device).metrics}
+
+
+def reproduce_grid(cfg, make: Callable[[object, Path], Experiment], report, out_dir: str | Path, *, log: Log,
+                   describe: Callable[[RunRecord], str], started: float, resume: bool = True,
+                   add_progress: Sequence[str | Path] = (), train_missing: bool = True,
+                   keep_capped_states: bool = True, command: str | None = None, workers: int = 1,
+                   threads: int = 1) -> dict:
+    """What every ``reproduce`` does after loading its data: the experiment ``make(cfg, published)``
+    (releases in ``OUT.published/``; workers train without progress bars) executed, then
+    ``report.result(...)`` written with ``report.write`` into ``out_dir``."""
+    import time
+    from dataclasses import replace
+
+    published = Path(str(out_dir).rstrip("/") + ".published")
+    run_cfg = replace(cfg, train=replace(cfg.train, progress=False)) if workers > 1 else cfg
+    exp = make(run_cfg, published)
+    outcome = execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
+                      jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
+                      describe=describe)
+    result = report.result(cfg, exp, outcome, command=command, seconds=time.perf_counter() - started,
+                           env=environment())
+    report.write(out_dir, result)
+    return result
