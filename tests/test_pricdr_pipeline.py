@@ -48,3 +48,26 @@ def test_reproduce_pricdr_grid_report_and_resume(tmp_path):
         replace(cfg, sweep_epsilons=(0.0,))
     with pytest.raises(ParameterError, match=r"\(0, 1\]"):
         replace(cfg, sweep_sps=(1.5,))
+
+
+def test_train_target_reads_a_checked_release(tmp_path, capsys):
+    """``train heterocdr --target B --source REL``: the release of the other domain is read with its
+    guarantee; the target's own release, a missing source and bad CLI combinations are refused."""
+    from privrec.cli import main
+    from privrec.errors import ReleaseError
+    from privrec.release.crossdomain import publish_domain_matrix
+
+    a, b = split_by_column(_clustered(n_users=40, n_items=160, per=12), "domain")
+    data = build(a, b, min_user=5, min_item=1)
+    publish_domain_matrix(tmp_path / "relA", data, "A", "jlt", 8.0, 0, n_prime=16)
+    publish_domain_matrix(tmp_path / "relB", data, "B", "jlt", 8.0, 0, n_prime=16)
+    cfg = P.PriCDRConfig(hidden=(32, 8), train=TrainConfig(epochs=1, batch_size=256, patience=1, progress=False))
+    res = P.train_target("heterocdr", "B", tmp_path / "relA", cfg, (0,), log=lambda m: None, data=data)
+    assert res["guarantee"]["epsilon"] < 8 and 0 <= res["test"]["sampled"]["ndcg@10"]["mean"] <= 1
+    with pytest.raises(ReleaseError, match="target domain"):
+        P.train_target("heterocdr", "B", tmp_path / "relB", cfg, (0,), data=data)
+    with pytest.raises(ParameterError, match="--source"):
+        P.train_target("heterocdr", "B", None, cfg, (0,), data=data)
+    assert main(["train", "dmf"]) != 0 and "--target" in capsys.readouterr().err
+    assert main(["train", "bpr", "--target", "drama", "--source", str(tmp_path / "relA")]) != 0
+    assert "heterocdr only" in capsys.readouterr().err

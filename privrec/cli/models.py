@@ -12,9 +12,10 @@ from privrec.models import MODELS
 
 
 @click.command()
-# sequential models only: DASL needs two domains (reproduce pricdsr), the matrix models their rows
+# DASL needs two domains' sequences (reproduce pricdsr); the matrix models train with --target
 @click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task in ("windows", "cloze",
-                                                                                          "merged_cloze")),
+                                                                                          "merged_cloze",
+                                                                                          "interactions")),
                                            case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
 @click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw"]), default="recbole",
@@ -60,9 +61,15 @@ from privrec.models import MODELS
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder (default runs/<model>-<dataset>).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option("--target", default=None,
+              help="Matrix models (bpr, neumf, dmf, heterocdr): the target domain of ML-1M's genre pair (action or "
+                   "drama), PriCDR's protocol (two random held-out items, 99 uniform negatives, and full ranking).")
+@click.option("--source", type=click.Path(file_okay=False), default=None,
+              help="heterocdr: the source domain's published rating matrix, a release folder written by "
+                   "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
 def train(model, dataset, protocol, split, max_len, window, stride, epochs, batch_size, lr, patience, select_metric,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
-          mask_history, ks, out, quiet) -> None:
+          mask_history, ks, out, quiet, target, source) -> None:
     """Train MODEL with early stopping on validation; test once; write a report and checkpoints.
 
     rr-bert4rec is BERT4Rec over items plus frequent item pairs merged on the histories it reads
@@ -77,6 +84,11 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
     from privrec.training.trainer import TrainConfig, resolve_device
     from privrec.utils.io import atomic_dir
 
+    if registry[model.lower()].task == "interactions":
+        return _train_matrix(model.lower(), dataset, target, source, epochs, batch_size, lr, patience,
+                             select_metric, seeds, assignments, epsilon, out, quiet)
+    if target or source:
+        raise ParameterError("--target and --source are for the matrix models (bpr, neumf, dmf, heterocdr)")
     preset = seq.PROTOCOLS[protocol]
     mask = preset["mask_history"] if mask_history is None else mask_history
     length = max_len or preset["max_len"]
@@ -108,6 +120,38 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
         click.echo(f"\ntrained on the release {out_dir}/release ({result['privacy']['published_users']:,} users "
                    f"published): {result['privacy']['summary'].splitlines()[0]}")
     click.echo(f"\nreport: {out_dir}/results.md  checkpoints: {out_dir}/*.pt")
+
+
+def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience, select_metric, seeds,
+                  assignments, epsilon, out, quiet) -> None:
+    """``train bpr|neumf|dmf|heterocdr --target DOMAIN [--source RELEASE]`` (PriCDR's second stage)."""
+    from privrec.experiments import pricdr as P
+    from privrec.experiments.report import pm, save_report, text_table
+    from privrec.training.trainer import TrainConfig
+
+    if dataset != "ml-1m":
+        raise ParameterError("the matrix models train on ML-1M's genre domains here (--dataset ml-1m); for your own "
+                             "two-domain data publish and train through the Python API (privrec.experiments.pricdr)")
+    if target is None:
+        raise ParameterError(f"{model} trains on one domain of a pair: give --target action or --target drama")
+    if epsilon is not None or assignments:
+        raise ParameterError("--epsilon and --set are not used by the matrix models; privacy comes from the "
+                             "published --source release")
+    if source is not None and model != "heterocdr":
+        raise ParameterError(f"--source is read by heterocdr only; {model} trains on the target alone")
+    cfg = P.PriCDRConfig(train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
+                                           select_metric=select_metric, progress=not quiet))
+    out_dir = Path(out or f"runs/{model}-{target}")
+    log = lambda msg: click.echo(msg, err=True)
+    res = P.train_target(model, target, source, cfg, parse_seeds(seeds), log=log)
+    cols = ("hr@10", "ndcg@10", "mrr@10")
+    rows = [[p] + [pm(res["test"][p].get(c)) for c in cols] for p in ("sampled", "full")]
+    md = (f"# {model} on ML-1M {target}" + (f" with the published source {source}" if source else "") + "\n\n"
+          + text_table(["protocol", *cols], rows) + "\n"
+          + (f"\nsource release guarantee: epsilon={res['guarantee']['epsilon']:.4g}, "
+             f"delta={res['guarantee']['delta']:.3g}\n" if res["guarantee"] else ""))
+    save_report(out_dir, res, md)
+    click.echo("\n" + md + f"\nreport: {out_dir}/results.md")
 
 
 @click.command()
@@ -153,6 +197,38 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     ks = sorted({int(k.split('@')[1]) for k in result.metrics})
     rows = [[f"@{k}"] + [f"{result.metrics[f'{m}@{k}']:.4f}" for m in ("ndcg", "hr", "recall", "mrr")] for k in ks]
     click.echo(text_table(["K", "NDCG", "HR", "Recall", "MRR"], rows))
+
+
+def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience, select_metric, seeds,
+                  assignments, epsilon, out, quiet) -> None:
+    """``train bpr|neumf|dmf|heterocdr --target DOMAIN [--source RELEASE]`` (PriCDR's second stage)."""
+    from privrec.experiments import pricdr as P
+    from privrec.experiments.report import pm, save_report, text_table
+    from privrec.training.trainer import TrainConfig
+
+    if dataset != "ml-1m":
+        raise ParameterError("the matrix models train on ML-1M's genre domains here (--dataset ml-1m); for your own "
+                             "two-domain data publish and train through the Python API (privrec.experiments.pricdr)")
+    if target is None:
+        raise ParameterError(f"{model} trains on one domain of a pair: give --target action or --target drama")
+    if epsilon is not None or assignments:
+        raise ParameterError("--epsilon and --set are not used by the matrix models; privacy comes from the "
+                             "published --source release")
+    if source is not None and model != "heterocdr":
+        raise ParameterError(f"--source is read by heterocdr only; {model} trains on the target alone")
+    cfg = P.PriCDRConfig(train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
+                                           select_metric=select_metric, progress=not quiet))
+    out_dir = Path(out or f"runs/{model}-{target}")
+    log = lambda msg: click.echo(msg, err=True)
+    res = P.train_target(model, target, source, cfg, parse_seeds(seeds), log=log)
+    cols = ("hr@10", "ndcg@10", "mrr@10")
+    rows = [[p] + [pm(res["test"][p].get(c)) for c in cols] for p in ("sampled", "full")]
+    md = (f"# {model} on ML-1M {target}" + (f" with the published source {source}" if source else "") + "\n\n"
+          + text_table(["protocol", *cols], rows) + "\n"
+          + (f"\nsource release guarantee: epsilon={res['guarantee']['epsilon']:.4g}, "
+             f"delta={res['guarantee']['delta']:.3g}\n" if res["guarantee"] else ""))
+    save_report(out_dir, res, md)
+    click.echo("\n" + md + f"\nreport: {out_dir}/results.md")
 
 
 @click.command()

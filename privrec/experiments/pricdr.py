@@ -218,34 +218,44 @@ class PriCDRExperiment:
 
     # ---- training
     def train(self, spec: RunSpec, state: Path, log: Callable[[str], None]) -> RunRecord:
-        import torch
-
-        from privrec.models import build
-        from privrec.training.tasks import InteractionTask
-
-        lab, c = spec.labels, self.cfg
+        lab = spec.labels
         split = self.split(lab["target"])
-        n_users, n_items = self.data.n_users + 1, self.data.domain(lab["target"]).n_items
         source = self.source_matrix(lab, spec.seed)
         seed_torch(spec.seed)
         name, _, overrides = METHODS[lab["method"]]
-        kw: dict = dict(n_users=n_users, n_items=n_items)
-        if name in ("dmf", "heterocdr"):
-            kw["hidden"] = c.hidden
-        if name == "heterocdr":
-            kw.update(n_source=source.shape[1], alpha=c.alpha, **overrides)
-        model = build(name, **kw)
-        if hasattr(model, "set_matrix"):
-            mat = torch.zeros(n_users, n_items + 1)
-            mat[torch.from_numpy(split.train.row_ids().astype(np.int64)),
-                torch.from_numpy(split.train.items.astype(np.int64))] = 1
-            model.set_matrix(mat)
-        if source is not None:
-            model.set_source(torch.from_numpy(source).float())
-        task = InteractionTask(split, n_items, c.n_negatives)
+        model, task = target_model(self.data, lab["target"], split, name, self.cfg, source, **overrides)
         tag = f"  [{lab['method']} {lab['target']}<-{lab['source']} eps={lab['epsilon']} seed {spec.seed}]"
-        fit, metrics = runner.fit_and_test(model, task, c.train, SAMPLED, FULL, spec.seed, state, tag, log)
+        fit, metrics = runner.fit_and_test(model, task, self.cfg.train, SAMPLED, FULL, spec.seed, state, tag, log)
         return RunRecord(spec.key, spec.seed, dict(lab), fit, metrics)
+
+
+def target_model(data: CrossDomainData, target: str, split, name: str, cfg: PriCDRConfig,
+                 source: np.ndarray | None = None, **overrides):
+    """Model ``name`` (bpr, neumf, dmf, heterocdr) on ``target``'s training interactions, HeteroCDR
+    reading ``source`` ((n_users + 1, width) rows of the source side), and its task."""
+    import torch
+
+    from privrec.models import build
+    from privrec.training.tasks import InteractionTask
+
+    n_users, n_items = data.n_users + 1, data.domain(target).n_items
+    kw: dict = dict(n_users=n_users, n_items=n_items)
+    if name in ("dmf", "heterocdr"):
+        kw["hidden"] = cfg.hidden
+    if name == "heterocdr":
+        if source is None:
+            raise ParameterError("heterocdr reads the source domain's published matrix: give --source RELEASE_DIR "
+                                 "(written by privrec publish jlt|sjlt)")
+        kw.update(n_source=source.shape[1], alpha=cfg.alpha, **overrides)
+    model = build(name, **kw)
+    if hasattr(model, "set_matrix"):
+        mat = torch.zeros(n_users, n_items + 1)
+        mat[torch.from_numpy(split.train.row_ids().astype(np.int64)),
+            torch.from_numpy(split.train.items.astype(np.int64))] = 1
+        model.set_matrix(mat)
+    if source is not None:
+        model.set_source(torch.from_numpy(source).float())
+    return model, InteractionTask(split, n_items, cfg.n_negatives)
 
 
 def result_line(r: RunRecord) -> str:
@@ -285,3 +295,49 @@ def reproduce(cfg: PriCDRConfig, out_dir: str | Path, log: Callable[[str], None]
                                  describe=result_line, started=t0, resume=resume, add_progress=add_progress,
                                  train_missing=train_missing, keep_capped_states=keep_capped_states,
                                  command=command, workers=workers, threads=threads)
+
+
+def train_target(model: str, target: str, source: str | Path | None, cfg: PriCDRConfig, seeds: Sequence[int],
+                 log: Callable[[str], None] = print, data: CrossDomainData | None = None) -> dict:
+    """``privrec train MODEL --target DOMAIN [--source RELEASE]``: one matrix model on one target
+    domain of ML-1M's genre pair (the PriCDR protocol), HeteroCDR reading a published source matrix
+    (a release folder of ``privrec publish jlt|sjlt --aux``, refused without a valid certificate,
+    for another user set, or for the target domain itself). Returns the result with the release's
+    guarantee; trains every seed in memory (no checkpoint)."""
+    from privrec.data.splits import random_holdout
+    from privrec.errors import ReleaseError
+    from privrec.release.crossdomain import read_domain_matrix
+    from privrec.release.folder import read_release
+
+    data = load_data(replace_dirs(cfg), data)
+    data.domain(target)
+    pub, guarantee = None, None
+    if source is not None:
+        cert = read_release(source).certificate
+        if cert.get("input", {}).get("domain") == target:
+            raise ReleaseError(f"{source} publishes the target domain {target!r} itself; give the other domain's "
+                               "release")
+        pub, guarantee = read_domain_matrix(source, data), cert["guarantee"]
+    elif model == "heterocdr":
+        raise ParameterError("heterocdr reads the source domain's published matrix: give --source RELEASE_DIR "
+                             "(written by privrec publish jlt|sjlt SOURCE --aux DOMAIN)")
+    split = random_holdout(data.domain(target).sequences, cfg.split_seed)
+    runs = []
+    for seed in seeds:
+        seed_torch(seed)
+        m, task = target_model(data, target, split, model, cfg, pub)
+        fit, metrics = runner.fit_and_test(m, task, cfg.train, SAMPLED, FULL, seed, None, f"  [{model} seed {seed}]",
+                                           log)
+        runs.append({"seed": seed, "fit": fit, "metrics": metrics})
+    from privrec.experiments.report import aggregate
+
+    return {"kind": "pricdr-train", "model": model, "target": target, "source": None if source is None else str(source),
+            "guarantee": guarantee, "config": cfg.to_dict(), "runs": runs,
+            "test": {p: aggregate(r["metrics"][p] for r in runs) for p in ("sampled", "full")}}
+
+
+def replace_dirs(cfg: PriCDRConfig) -> PriCDRConfig:
+    """``cfg`` without the reproduction's directions (a single training names its own target)."""
+    from dataclasses import replace
+
+    return replace(cfg, directions=(), sweep_direction=None)

@@ -270,7 +270,7 @@ def environment_note(outcome: Outcome) -> list[str]:
             + ". Their numbers came from other pinned releases (see each run's `environment` in results.json).", ""]
 
 
-def fit_and_test(model, task, train_cfg, sampled, full, seed: int, state: Path, tag: str,
+def fit_and_test(model, task, train_cfg, sampled, full, seed: int, state: Path | None, tag: str,
                  log: Log) -> tuple[dict, dict[str, dict[str, float]]]:
     """Train ``model`` on ``task`` (epochs selected on validation under ``sampled``), then test it
     under both protocols: ``(fit record, {"sampled": metrics, "full": metrics})``. Seeded by ``seed``."""
