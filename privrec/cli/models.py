@@ -199,38 +199,6 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     click.echo(text_table(["K", "NDCG", "HR", "Recall", "MRR"], rows))
 
 
-def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience, select_metric, seeds,
-                  assignments, epsilon, out, quiet) -> None:
-    """``train bpr|neumf|dmf|heterocdr --target DOMAIN [--source RELEASE]`` (PriCDR's second stage)."""
-    from privrec.experiments import pricdr as P
-    from privrec.experiments.report import pm, save_report, text_table
-    from privrec.training.trainer import TrainConfig
-
-    if dataset != "ml-1m":
-        raise ParameterError("the matrix models train on ML-1M's genre domains here (--dataset ml-1m); for your own "
-                             "two-domain data publish and train through the Python API (privrec.experiments.pricdr)")
-    if target is None:
-        raise ParameterError(f"{model} trains on one domain of a pair: give --target action or --target drama")
-    if epsilon is not None or assignments:
-        raise ParameterError("--epsilon and --set are not used by the matrix models; privacy comes from the "
-                             "published --source release")
-    if source is not None and model != "heterocdr":
-        raise ParameterError(f"--source is read by heterocdr only; {model} trains on the target alone")
-    cfg = P.PriCDRConfig(train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
-                                           select_metric=select_metric, progress=not quiet))
-    out_dir = Path(out or f"runs/{model}-{target}")
-    log = lambda msg: click.echo(msg, err=True)
-    res = P.train_target(model, target, source, cfg, parse_seeds(seeds), log=log)
-    cols = ("hr@10", "ndcg@10", "mrr@10")
-    rows = [[p] + [pm(res["test"][p].get(c)) for c in cols] for p in ("sampled", "full")]
-    md = (f"# {model} on ML-1M {target}" + (f" with the published source {source}" if source else "") + "\n\n"
-          + text_table(["protocol", *cols], rows) + "\n"
-          + (f"\nsource release guarantee: epsilon={res['guarantee']['epsilon']:.4g}, "
-             f"delta={res['guarantee']['delta']:.3g}\n" if res["guarantee"] else ""))
-    save_report(out_dir, res, md)
-    click.echo("\n" + md + f"\nreport: {out_dir}/results.md")
-
-
 @click.command()
 @click.argument("checkpoint", type=click.Path(dir_okay=False))
 @click.option("--user", "users", multiple=True, required=True, help="Raw user id (repeatable).")
