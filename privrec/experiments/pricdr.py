@@ -76,6 +76,7 @@ class PriCDRConfig:
     sweep_sds: tuple[float, ...] = (1.0, 0.5, 0.25, 0.125)
     # training: Adam, batches of 4,096 pairs (the paper: 128; 32x fewer steps per epoch, lr raised to match)
     hidden: tuple[int, ...] = (500, 200)
+    dmf_output: str = "relu"           # DMF / HeteroCDR towers: Xue et al.'s ReLU towers, or "remap" ((1 + cos) / 2)
     alpha: float = 100.0
     n_negatives: int = 4
     train: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=30, batch_size=4096, lr=3e-3, patience=3,
@@ -241,7 +242,7 @@ def target_model(data: CrossDomainData, target: str, split, name: str, cfg: PriC
     n_users, n_items = data.n_users + 1, data.domain(target).n_items
     kw: dict = dict(n_users=n_users, n_items=n_items)
     if name in ("dmf", "heterocdr"):
-        kw["hidden"] = cfg.hidden
+        kw.update(hidden=cfg.hidden, output=cfg.dmf_output)
     if name == "heterocdr":
         if source is None:
             raise ParameterError("heterocdr reads the source domain's published matrix: give --source RELEASE_DIR "

@@ -32,8 +32,8 @@ class HeteroCDR(DMF):
     name = "heterocdr"
 
     def __init__(self, n_users: int, n_items: int, n_source: int, hidden: tuple[int, ...] | list[int] = (500, 200),
-                 alpha: float = 100.0, symmetric: bool = False):
-        super().__init__(n_users, n_items, hidden)
+                 alpha: float = 100.0, symmetric: bool = False, output: str = "relu"):
+        super().__init__(n_users, n_items, hidden, output)
         hidden = tuple(int(h) for h in hidden)
         self._config.update(n_source=n_source, alpha=alpha, symmetric=symmetric)
         self.alpha, self.symmetric = float(alpha), bool(symmetric)
