@@ -177,8 +177,9 @@ def test_heterocdr_alignment_is_per_user_and_dmf_scores_follow_loaded_weights(da
 
 
 def test_fast_scoring_paths_equal_the_plain_formulas():
-    """DMF reads distinct items from a cached transpose and NeuMF factors its all-items score: both must give
-    the dense formulas' numbers."""
+    """DMF's towers read only the nonzeros of distinct rows/columns (embedding_bag over a cached CSR) and
+    NeuMF factors its all-items score: both must give the dense formulas' numbers and gradients, and DMF
+    must follow a new matrix."""
     torch.manual_seed(0)
     dmf = build_model("dmf", n_users=7, n_items=9, hidden=(6, 4))
     mat = (torch.rand(7, 10) < 0.4).float() * torch.randint(1, 6, (7, 10)).float()
@@ -187,6 +188,18 @@ def test_fast_scoring_paths_equal_the_plain_formulas():
     users, items = torch.tensor([0, 3, 6, 3]), torch.tensor([[1, 2], [9, 9], [0, 5], [4, 1]])
     torch.testing.assert_close(dmf.user_embedding(users), dmf.user_tower(mat[users]))
     torch.testing.assert_close(dmf.item_embedding(items), dmf.item_tower(mat[:, items.reshape(-1)].T).reshape(4, 2, -1))
+    grads = []
+    for emb in (lambda: (dmf.user_embedding(users), dmf.item_embedding(items)),
+                lambda: (dmf.user_tower(mat[users]), dmf.item_tower(mat[:, items.reshape(-1)].T))):
+        dmf.zero_grad()
+        u, v = emb()
+        (u.pow(2).sum() + v.sum()).backward()
+        grads.append([dmf.user_tower[0].weight.grad.clone(), dmf.item_tower[0].weight.grad.clone()])
+    for fast, dense in zip(*grads):
+        torch.testing.assert_close(fast, dense)
+    mat2 = mat.roll(1, dims=0)
+    dmf.set_matrix(mat2)
+    torch.testing.assert_close(dmf.user_embedding(users), dmf.user_tower(mat2[users]))
     neumf = build_model("neumf", n_users=7, n_items=9, dim=8).eval()
     all_items = torch.arange(10).expand(4, -1)
     expected = neumf.pair_logits(users, all_items)
@@ -208,3 +221,21 @@ def test_matrix_release_bad_settings(data, tmp_path):
     cert = json.loads((tmp_path / "thin" / "certificate.json").read_text())
     assert cert["input"]["kept_fraction"] == 0.5
     assert cert["input"]["interactions"] < int(data.matrix("A").nnz)
+
+
+def test_signal_share_bounds_the_release_energy(data, tmp_path):
+    """The report's signal share nnz / (nnz + w² m) bounds E‖R_c M^T‖² / E‖Y‖² of a real release:
+    ‖Y‖² of a published matrix matches ‖R_c‖² + w² m within sampling error."""
+    from privrec.experiments.pricdr_report import signal_share
+    from privrec.release.folder import read_release
+
+    _, g = publish_domain_matrix(tmp_path / "rel", data, "A", "jlt", 64.0, 0, n_prime=64, calibration="tight")
+    cert = read_release(tmp_path / "rel").certificate
+    w, m = g.parameters["noise_std"], g.parameters["n_users"]
+    r = data.matrix("A").toarray().astype(float)
+    rc = r - r.mean(axis=1, keepdims=True)
+    energy = read_domain_matrix(tmp_path / "rel", data, "A")[1:]
+    expected = (rc ** 2).sum() + w ** 2 * m
+    assert abs((energy ** 2).sum() / expected - 1) < 0.1
+    share = signal_share(cert)
+    assert share == pytest.approx(r.sum() / (r.sum() + w ** 2 * m)) and (rc ** 2).sum() / expected <= share

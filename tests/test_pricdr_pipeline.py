@@ -20,22 +20,25 @@ def test_reproduce_pricdr_grid_report_and_resume(tmp_path):
     data = build(a, b, min_user=5, min_item=1)
     cfg = P.PriCDRConfig(dataset="toy", directions=(("B", "A"),), seeds=(0, 1), sweep_direction=("B", "A"),
                          sweep_epsilons=(64.0,), sweep_n_primes=(8,), sweep_sps=(0.5,), sweep_sds=(0.5,),
-                         n_prime=16, hidden=(32, 8),
+                         sweep_true_epsilons=(64.0,), n_prime=16, hidden=(32, 8),
                          train=TrainConfig(epochs=1, batch_size=256, patience=1, progress=False))
     logs: list[str] = []
     res = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
     methods = [r["labels"]["method"] for r in res["runs"] if r["labels"]["sd"] in (None, 1.0)
                and r["labels"]["epsilon"] in (None, 1.0) and r["labels"]["n_prime"] in (None, 16)
-               and r["labels"]["sp"] in (None, 0.1)]
+               and r["labels"]["sp"] in (None, 0.1) and r["labels"]["calibration"] in (None, "paper")]
     assert sorted(methods) == sorted(list(P.METHODS) * 2)          # Table 1, two seeds
     sweep = [r for r in res["runs"] if r["seed"] == 0]
-    assert len(sweep) == 8 + 2 + 1 + 1 + 2                       # Table 1 + Fig. 2 (J, S) + 3 + 4 + 5 (J, S)
+    assert len(sweep) == 8 + 2 + 1 + 1 + 2 + 1                   # Table 1 + Fig. 2 (J, S) + 3 + 4 + 5 (J, S) + 2b
     assert "A-jlt-eps1.0-n16-sd1.0-seed0" in res["certificates"]
     assert res["certificates"]["A-jlt-eps1.0-n16-sd0.5-seed0"]["input"]["kept_fraction"] == 0.5
     claims = {(c["ours"], c["theirs"]) for c in res["claims"]}
     assert ("PriCDR-J", "DMF") in claims and ("PriCDR-S", "PriCDR-J") in claims
     fig2 = res["sweeps"]["fig2_epsilon"]
     assert all(r["summary"] and 0 < r["true_epsilon"] < 64 for r in fig2)
+    (fig2b,) = res["sweeps"]["fig2b_true_epsilon"]           # w calibrated to the true ε: it is met, not far below
+    assert fig2b["summary"] and 60 < fig2b["true_epsilon"] <= 64 and 0 < fig2b["signal_share"] < 1
+    assert "A-jlt-eps64.0-tight-n16-sd1.0-seed0" in res["certificates"]
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Table 1 analog: target B, source A" in md and "true ε" in md and "figs2-5_sweeps.png" in md
     assert (tmp_path / "out" / "figs2-5_sweeps.png").stat().st_size > 1000

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from privrec.experiments.pricdr_report import CLAIM_METRIC
 
-TITLES = {"fig2_epsilon": "Fig. 2: paper's ε (label: true ε)", "fig3_n_prime": "Fig. 3: n′ (PriCDR-J)",
+TITLES = {"fig2_epsilon": "Fig. 2: paper's ε (label: true ε)",
+          "fig2b_true_epsilon": "Fig. 2b: true ε (tight w; label: signal share)", "fig3_n_prime": "Fig. 3: n′ (PriCDR-J)",
           "fig4_sp": "Fig. 4: SJLT density sp (PriCDR-S)", "fig5_sd": "Fig. 5: source kept fraction sd"}
 
 
@@ -30,7 +31,12 @@ def plot_sweeps(res: dict, path: Path) -> None:
                     if r["true_epsilon"] is not None:
                         ax.annotate(f"{r['true_epsilon']:.2g}", (x, y), fontsize=7, textcoords="offset points",
                                     xytext=(0, 6), ha="center")
-        if name == "fig2_epsilon":
+            if name == "fig2b_true_epsilon":
+                for x, y, (_, r) in zip(xs, ys, pts):
+                    if r.get("signal_share") is not None:
+                        ax.annotate(f"{r['signal_share']:.2g}", (x, y), fontsize=7, textcoords="offset points",
+                                    xytext=(0, 6), ha="center")
+        if name in ("fig2_epsilon", "fig2b_true_epsilon"):
             ax.set_xscale("log", base=2)
         ax.set_title(TITLES[name], fontsize=9)
         ax.set_ylabel(f"{CLAIM_METRIC}, test")

@@ -17,11 +17,11 @@ COLS = ("hr@5 (sampled)", "ndcg@5 (sampled)", "mrr@5 (sampled)", "hr@10 (sampled
 TABLE = ("hr@10 (sampled)", "ndcg@10 (sampled)", "mrr@10 (sampled)", "ndcg@10 (full)")
 CLAIM_METRIC = "ndcg@10 (sampled)"
 SINGLE = ("BPR", "NeuMF", "DMF")
-KEYS = ("method", "target", "source", "epsilon", "n_prime", "sp", "sd")
+KEYS = ("method", "target", "source", "epsilon", "n_prime", "sp", "sd", "calibration")   # = pricdr.LABELS
 
 
 def _cell(labels: dict) -> tuple:
-    return tuple(labels[k] for k in KEYS)
+    return tuple(labels.get(k) for k in KEYS)
 
 
 def summarise(runs: list[RunRecord], patience: int, every: int) -> list[dict]:
@@ -45,7 +45,8 @@ def table1_cells(cfg: dict, target: str, source: str) -> dict[str, dict]:
         out[m] = {"method": m, "target": target, "source": None if kind is None else source,
                   "epsilon": cfg["epsilon"] if release else None,
                   "n_prime": cfg["n_prime"] if release or kind == "noise" else None,
-                  "sp": cfg["sp"] if kind == "sjlt" else None, "sd": 1.0 if release else None}
+                  "sp": cfg["sp"] if kind == "sjlt" else None, "sd": 1.0 if release else None,
+                  "calibration": cfg["calibration"] if release else None}
     return out
 
 
@@ -94,6 +95,18 @@ def true_epsilons(certs: dict[str, dict]) -> dict[str, tuple[float | None, float
     return out
 
 
+def signal_share(cert: dict) -> float | None:
+    """Upper bound on the share of a release's expected energy that is signal: the published matrix is
+    Y = (R_c M^T + w G) / sqrt(n') with E||R_c M^T||^2 = n' ||R_c||_F^2 (JLT and SJLT alike), so
+    E||signal||^2 / E||Y||^2 = ||R_c||^2 / (||R_c||^2 + w^2 m) <= nnz / (nnz + w^2 m) for a 0/1 matrix
+    (centring only lowers ||R_c||). Near 0, no model can read more from the release than from noise."""
+    params, inp = cert["guarantee"]["parameters"], cert.get("input", {})
+    w, nnz, users = params.get("noise_std"), inp.get("interactions"), params.get("n_users")
+    if w is None or nnz is None or users is None:
+        return None
+    return nnz / (nnz + float(w) ** 2 * users)
+
+
 def sweeps(res: dict) -> dict[str, list[dict]]:
     """Figs. 2–5 points: per sweep, (method, value) → the cell's summary and its release's true ε."""
     cfg = res["config"]
@@ -101,33 +114,38 @@ def sweeps(res: dict) -> dict[str, list[dict]]:
         return {}
     target, source = cfg["sweep_direction"]
     base = {"target": target, "source": source}
-    default = {"epsilon": cfg["epsilon"], "n_prime": cfg["n_prime"], "sd": 1.0}
-    specs = {"fig2_epsilon": ("epsilon", cfg["sweep_epsilons"], ("PriCDR-J", "PriCDR-S")),
-             "fig3_n_prime": ("n_prime", cfg["sweep_n_primes"], ("PriCDR-J",)),
-             "fig4_sp": ("sp", cfg["sweep_sps"], ("PriCDR-S",)),
-             "fig5_sd": ("sd", cfg["sweep_sds"], ("PriCDR-J", "PriCDR-S"))}
+    default = {"epsilon": cfg["epsilon"], "n_prime": cfg["n_prime"], "sd": 1.0, "calibration": cfg["calibration"]}
+    specs = {"fig2_epsilon": ("epsilon", cfg["sweep_epsilons"], ("PriCDR-J", "PriCDR-S"), {}),
+             "fig2b_true_epsilon": ("epsilon", cfg.get("sweep_true_epsilons", ()), ("PriCDR-J",),
+                                    {"calibration": "tight"}),
+             "fig3_n_prime": ("n_prime", cfg["sweep_n_primes"], ("PriCDR-J",), {}),
+             "fig4_sp": ("sp", cfg["sweep_sps"], ("PriCDR-S",), {}),
+             "fig5_sd": ("sd", cfg["sweep_sds"], ("PriCDR-J", "PriCDR-S"), {})}
     out: dict[str, list[dict]] = {}
-    for fig, (param, values, methods) in specs.items():
+    for fig, (param, values, methods, extra) in specs.items():
         rows = []
         for m in methods:
             for v in values:
-                lab = {**base, **default, "method": m, "sp": cfg["sp"] if m == "PriCDR-S" else None, param: v}
-                s = next((s for s in res["summary"] if all(s[k] == lab[k] for k in KEYS)), None)
-                true = _true_for(res, lab)
-                rows.append({"method": m, "param": param, "value": v, "summary": s, "true_epsilon": true})
+                lab = {**base, **default, "method": m, "sp": cfg["sp"] if m == "PriCDR-S" else None, **extra, param: v}
+                s = _find(res["summary"], lab)
+                cert = _cert_for(res, lab)
+                rows.append({"method": m, "param": param, "value": v, "summary": s,
+                             "true_epsilon": None if cert is None else cert["guarantee"]["epsilon"],
+                             "signal_share": None if cert is None else signal_share(cert)})
         out[fig] = rows
     return out
 
 
-def _true_for(res: dict, lab: dict) -> float | None:
-    """True ε of the release a cell reads (every seed's release has the same guarantee)."""
+def _cert_for(res: dict, lab: dict) -> dict | None:
+    """The certificate of the release a cell reads (seed 0's or the first; every seed's release of a cell
+    has the same guarantee, up to SJLT's data-independent coherence draw)."""
     from privrec.experiments.pricdr import METHODS
 
     kind = METHODS[lab["method"]][1]
     sp = "" if lab["sp"] is None else f"-sp{lab['sp']}"
-    prefix = f"{lab['source']}-{kind}-eps{lab['epsilon']}-n{lab['n_prime']}{sp}-sd{lab['sd']}-seed"
-    hit = next((c for name, c in res["certificates"].items() if name.startswith(prefix)), None)
-    return None if hit is None else hit["guarantee"]["epsilon"]
+    cal = "" if lab.get("calibration") in (None, "paper") else f"-{lab['calibration']}"
+    prefix = f"{lab['source']}-{kind}-eps{lab['epsilon']}{cal}-n{lab['n_prime']}{sp}-sd{lab['sd']}-seed"
+    return next((c for name, c in res["certificates"].items() if name.startswith(prefix)), None)
 
 
 def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, env: dict) -> dict:
@@ -150,11 +168,23 @@ def write(out_dir: str | Path, res: dict) -> None:
 
 
 def _find(summary: list[dict], labels: dict) -> dict | None:
-    return next((s for s in summary if all(s[k] == labels[k] for k in KEYS)), None)
+    return next((s for s in summary if all(s.get(k) == labels.get(k) for k in KEYS)), None)
 
 
 def _fmt(v) -> str:
     return "–" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+
+FIG_NOTES = {
+    "fig2_epsilon": "ε: the paper's (w of Alg. 1 line 4); the true ε of the same release is next to it.",
+    "fig2b_true_epsilon": "Not in the paper: w calibrated so that the release's *true* ε is the one shown "
+                          "(calibration 'tight'), to show where the release starts to carry signal.",
+}
+
+
+def _share(cert: dict) -> str:
+    v = signal_share(cert)
+    return "–" if v is None else f"{v:.2g}"
 
 
 def markdown(res: dict) -> str:
@@ -172,7 +202,10 @@ def markdown(res: dict) -> str:
              "'sampled': the test item against 99 uniformly sampled non-interacted items (the paper's protocol); "
              "'full': against every item, training items masked. Batches of "
              f"{cfg['train']['batch_size']} pairs (the paper: 128), Adam lr {cfg['train']['lr']}, "
-             f"{cfg['n_negatives']} negatives per positive, h = {cfg['hidden'][-1]}, α = {cfg['alpha']}."
+             f"{cfg['n_negatives']} negatives per positive, h = {cfg['hidden'][-1]}, α = {cfg['alpha']}. DMF: "
+             f"'{cfg['dmf_output']}' towers; HeteroCDR's target towers: '{cfg.get('heterocdr_output', cfg['dmf_output'])}' "
+             "('relu': ReLU after every layer, Xue et al.; 'remap': linear last layer, p = (1 + cos) / 2 — with ReLU "
+             "last layers Eq. 7's alignment collapses U^B to zero)."
              + (f" Quick run on {cfg['max_users']} users." if cfg["max_users"] else ""), "",
              f"Table 1 releases: ε = {cfg['epsilon']:g} (the paper's ε), n′ = {cfg['n_prime']}, SJLT density "
              f"sp = {cfg['sp']}, calibration '{cfg['calibration']}' (Alg. 1's w); the true guarantee of each release is "
@@ -202,18 +235,23 @@ def markdown(res: dict) -> str:
             continue
         lines += [f"## {fig.replace('_', ' ')} ({cfg['sweep_direction'][0]} <- {cfg['sweep_direction'][1]}, seeds "
                   f"{list(cfg['sweep_seeds'])})", "",
-                  markdown_table(["method", rows[0]["param"], "true ε of the release", *TABLE[:2]],
+                  FIG_NOTES.get(fig, ""), "",
+                  markdown_table(["method", rows[0]["param"], "true ε of the release", "signal share ≤", *TABLE[:2]],
                                  [[r["method"], _fmt(r["value"]),
-                                   "–" if r["true_epsilon"] is None else f"{r['true_epsilon']:.3g}"]
+                                   "–" if r["true_epsilon"] is None else f"{r['true_epsilon']:.3g}",
+                                   "–" if r.get("signal_share") is None else f"{r['signal_share']:.2g}"]
                                   + [pm(r["summary"]["test"].get(c)) if r["summary"] else "–" for c in TABLE[:2]]
                                   for r in rows]), ""]
     lines += [f"\n![{name}]({name})" for name in plots(res)]
     if any(s["capped"] for s in summary):
         lines += ["", "† the epoch cap, not early stopping, ended at least one run of this cell."]
     lines += ["", "## Certificates of the published source matrices", "",
-              markdown_table(["release", "paper's ε", "true ε", "δ"],
-                             [[n, _fmt(p), f"{t:.4g}", f"{d:.3g}"] for n, (p, t, d) in
+              markdown_table(["release", "paper's ε", "true ε", "δ", "signal share ≤"],
+                             [[n, _fmt(p), f"{t:.4g}", f"{d:.3g}", _share(res["certificates"][n])] for n, (p, t, d) in
                               true_epsilons(res["certificates"]).items()]) if res["certificates"] else "none yet", "",
+              "Signal share: an upper bound on the fraction of the release's expected squared norm that comes from "
+              "the ratings, nnz / (nnz + w² · users) (the rest is the Gaussian lift w). Where it is ~0 the release is "
+              "noise for every model, and PriCDR can do no better than the noise control.", "",
               f"Release folders (parquet matrix + certificate.json): `{res['published']}` next to this report.", ""]
     if res.get("command"):
         lines += [f"This report was written by: `{res['command']}`", ""]

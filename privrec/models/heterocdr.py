@@ -67,8 +67,7 @@ class HeteroCDR(DMF):
             logits = self.target_decoder(u_b).gather(1, batch["item"])
             reg = F.binary_cross_entropy_with_logits(logits, batch["label"])
         else:
-            p = self._cosine(u_b[:, None, :], self.item_embedding(batch["item"]))
-            reg = F.binary_cross_entropy(p, batch["label"])
+            reg = F.binary_cross_entropy(self._prob(u_b, batch["item"]), batch["label"])
         ali = (u_a - u_b).pow(2).sum(-1).mean()
         return {"rec": rec, "reg": reg, "ali": ali}
 

@@ -136,7 +136,7 @@ class DMF(PairModel):
         self.user_tower = mlp((n_items + 1, *hidden), last_activation=output == "relu")
         self.item_tower = mlp((n_users, *hidden), last_activation=output == "relu")
         self._items_cache: tuple[tuple, torch.Tensor] | None = None
-        self._columns_cache: tuple[tuple, torch.Tensor] | None = None
+        self._sparse_cache: tuple[tuple, list] | None = None
 
     def set_matrix(self, matrix: torch.Tensor) -> None:
         """The training interactions (users x (items + 1), column 0 padding); never held-out items."""
@@ -144,38 +144,61 @@ class DMF(PairModel):
             raise ValueError(f"matrix must have shape {tuple(self.matrix.shape)}, got {tuple(matrix.shape)}")
         self.matrix.copy_(matrix)
 
-    def _columns(self) -> torch.Tensor:
-        """The matrix transposed and contiguous (items x users), rebuilt only when the matrix changes:
-        gathering an item's column from the row-major matrix is a strided copy, several times slower
-        than the item tower itself."""
+    def _sparse(self, axis: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The matrix's rows (axis 0) or columns (axis 1) in CSR form (row pointers, indices, values),
+        rebuilt only when the matrix changes; values None when all are 1."""
         key = (self.matrix._version, self.matrix.data_ptr())
-        if self._columns_cache is None or self._columns_cache[0] != key:
-            self._columns_cache = (key, self.matrix.T.contiguous())
-        return self._columns_cache[1]
+        if self._sparse_cache is None or self._sparse_cache[0] != key:
+            parts = []
+            for m in (self.matrix, self.matrix.T):
+                rows, cols = m.nonzero(as_tuple=True)          # row-major order
+                crow = torch.zeros(m.shape[0] + 1, dtype=torch.long, device=m.device)
+                crow[1:] = torch.cumsum(torch.bincount(rows, minlength=m.shape[0]), 0)
+                vals = m[rows, cols]
+                parts.append((crow, cols, None if bool((vals == 1).all()) else vals))   # 0/1: no weights
+            self._sparse_cache = (key, parts)
+        return self._sparse_cache[1][axis]
+
+    def _tower(self, tower: nn.Sequential, axis: int, index: torch.Tensor, unit: bool = False) -> torch.Tensor:
+        """``tower`` over the rows (axis 0) or columns (axis 1) ``index`` of the matrix, each distinct one
+        once. The first layer reads only the nonzeros (``embedding_bag``, O(nnz x width)): a 0/1 row of
+        ML-1M has ~2-4% nonzeros; a training step of DMF on ML-1M drama (batch 4,096 pairs) fell from
+        1.10 s to 0.50 s, forward and backward."""
+        unique, inverse = torch.unique(index.reshape(-1), return_inverse=True)
+        crow, col, val = self._sparse(axis)
+        starts, lengths = crow[unique], crow[unique + 1] - crow[unique]
+        offsets = torch.cumsum(lengths, 0) - lengths
+        pos = torch.repeat_interleave(starts - offsets, lengths) + torch.arange(int(lengths.sum()), device=crow.device)
+        first = tower[0]
+        hidden = F.embedding_bag(col[pos], first.weight.T.contiguous(), offsets, mode="sum",   # strided rows: 6x slower
+                                 per_sample_weights=None if val is None else val[pos]) + first.bias
+        out = tower[1:](hidden)
+        if unit:                                # normalise the distinct ones, before the gather repeats them
+            out = F.normalize(out, dim=-1)
+        return out[inverse].reshape(*index.shape, -1)
 
     def user_embedding(self, users: torch.Tensor) -> torch.Tensor:
-        return self.user_tower(self.matrix[users])
+        return self._tower(self.user_tower, 0, users)
 
-    def item_embedding(self, items: torch.Tensor) -> torch.Tensor:
-        """Each distinct item through the tower once (a batch of pairs repeats items many times)."""
-        unique, inverse = torch.unique(items.reshape(-1), return_inverse=True)
-        return self.item_tower(self._columns()[unique])[inverse].reshape(*items.shape, -1)
+    def item_embedding(self, items: torch.Tensor, unit: bool = False) -> torch.Tensor:
+        """Item tower outputs (``unit``: scaled to unit length), shape ``items.shape + (h,)``."""
+        return self._tower(self.item_tower, 1, items, unit)
 
-    def _cosine(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """The predicted interaction probability in (0, 1) (see ``output``). The clamp at mu = 1e-6
-        has zero gradient below it: with linear last layers (negative cosines possible) a run
-        collapsed with every positive stuck there, hence ReLU towers or the (1 + cos) / 2 remap."""
-        cos = F.cosine_similarity(u, v, dim=-1)
+    def _prob(self, u: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """The predicted interaction probability in (0, 1) of users' embeddings ``u`` (B, h) with ``items``
+        (B, K): the cosine (see ``output``), as a batched product of unit vectors (F.cosine_similarity
+        broadcast over (B, K, h): 0.50 -> 0.35 s per step). The clamp at mu = 1e-6 has zero gradient
+        below it: with linear last layers (negative cosines possible) a run collapsed with every
+        positive stuck there, hence ReLU towers or the (1 + cos) / 2 remap."""
+        cos = torch.einsum("bh,bkh->bk", F.normalize(u, dim=-1), self.item_embedding(items, unit=True))
         return (cos if self.output == "relu" else (1 + cos) / 2).clamp(1e-6, 1 - 1e-6)
 
     def pair_logits(self, users, items):
-        p = self._cosine(self.user_embedding(users)[:, None, :], self.item_embedding(items))
-        return torch.logit(p)
+        return torch.logit(self._prob(self.user_embedding(users), items))
 
     def loss(self, batch):
-        """Normalised cross-entropy (Xue et al. Eq. 12) on (1 + cos) / 2; labels are 0/1 here."""
-        p = self._cosine(self.user_embedding(batch["user"])[:, None, :], self.item_embedding(batch["item"]))
-        return F.binary_cross_entropy(p, batch["label"])
+        """Normalised cross-entropy (Xue et al. Eq. 12) on the predicted probability; labels are 0/1 here."""
+        return F.binary_cross_entropy(self._prob(self.user_embedding(batch["user"]), batch["item"]), batch["label"])
 
     def _item_key(self) -> tuple:
         """Changes whenever the item embeddings can (an optimizer step or a weight load bumps a
@@ -186,7 +209,7 @@ class DMF(PairModel):
         key = self._item_key()
         if self._items_cache is None or self._items_cache[0] != key:
             all_items = torch.arange(self.matrix.shape[1], device=self.matrix.device)
-            self._items_cache = (key, F.normalize(self.item_embedding(all_items), dim=-1).detach())
+            self._items_cache = (key, self.item_embedding(all_items, unit=True).detach())
         return self._scores(batch, self._items_cache[1])
 
     def _scores(self, batch, items: torch.Tensor) -> torch.Tensor:
