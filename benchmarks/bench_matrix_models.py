@@ -36,6 +36,10 @@ if name == "heterocdr":
     publish_domain_matrix(folder, data, "action", "jlt", 1.0, 0, n_prime=500)
     pub = read_domain_matrix(folder, data, "action")
     kw["n_source"] = pub.shape[1]
+if name == "ddtcdr":                 # the non-private CDR baseline reads the raw source rows
+    raw = data.matrix("action").toarray()
+    pub = np.vstack([np.zeros((1, raw.shape[1])), raw])
+    kw["n_source"] = pub.shape[1]
 publish_s = time.perf_counter() - t0
 torch.manual_seed(0)
 model = build(name, **kw)
@@ -43,7 +47,7 @@ if hasattr(model, "set_matrix"):
     mat = torch.zeros(n_users, n_items + 1)
     mat[torch.from_numpy(split.train.row_ids().astype(np.int64)), torch.from_numpy(split.train.items.astype(np.int64))] = 1
     model.set_matrix(mat)
-if name == "heterocdr":
+if name in ("heterocdr", "ddtcdr"):
     model.set_source(torch.from_numpy(pub).float())
 task = task_for(model, split, n_items, 0)
 ev = EvalConfig(mode="sampled", n_negatives=99, sampler="uniform", ks=(5, 10), metrics=("hr", "ndcg", "mrr"))
@@ -58,7 +62,7 @@ print(json.dumps({"model": name, "pairs": task.n_train_targets, "epoch_s": round
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--models", nargs="+", default=["bpr", "neumf", "dmf", "heterocdr"])
+    ap.add_argument("--models", nargs="+", default=["bpr", "neumf", "dmf", "ddtcdr", "heterocdr"])
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()

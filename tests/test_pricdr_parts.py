@@ -116,7 +116,7 @@ def test_interaction_task_negatives_are_never_training_items(data):
 def _model(name, data, split, pub=None, **kw):
     n_items = data.domain("B").n_items
     args = dict(n_users=data.n_users + 1, n_items=n_items)
-    if name == "heterocdr":
+    if pub is not None:
         args["n_source"] = pub.shape[1]
     model = build_model(name, **args, **kw)
     if hasattr(model, "set_matrix"):
@@ -130,12 +130,13 @@ def _model(name, data, split, pub=None, **kw):
 
 @pytest.mark.parametrize("name,kw", [("bpr", {}), ("neumf", {"dim": 16}), ("dmf", {"hidden": [32, 16]}),
                                      ("heterocdr", {"hidden": [32, 16]}),
-                                     ("heterocdr", {"hidden": [32, 16], "symmetric": True})])
+                                     ("heterocdr", {"hidden": [32, 16], "symmetric": True}),
+                                     ("ddtcdr", {"dim": 32, "hidden": [32, 16]})])
 def test_matrix_models_learn_the_clusters(data, name, kw):
     torch.manual_seed(0)
     split = random_holdout(data.domain("B").sequences, 0)
     pub = None
-    if name == "heterocdr":          # the raw source (HeteroCDR-raw): on 48 users a release is all noise
+    if name in ("heterocdr", "ddtcdr"):     # the raw source (HeteroCDR-raw): on 48 users a release is all noise
         pub = np.zeros((data.n_users + 1, data.domain("A").n_items))
         pub[1:] = data.matrix("A").toarray()
     model = _model(name, data, split, pub, **kw)
@@ -239,3 +240,22 @@ def test_signal_share_bounds_the_release_energy(data, tmp_path):
     assert abs((energy ** 2).sum() / expected - 1) < 0.1
     share = signal_share(cert)
     assert share == pytest.approx(r.sum() / (r.sum() + w ** 2 * m)) and (rc ** 2).sum() / expected <= share
+
+
+def test_ddtcdr_source_pairs_are_labelled_by_the_source_and_scores_are_the_pair_formula(data):
+    """DDTCDR's source half: one of the user's own source items plus uniform items, each labelled by the raw
+    source matrix; users without source items add none; X^T X = I at init; all-items score = pair logits."""
+    torch.manual_seed(0)
+    n_src = data.domain("A").n_items
+    model = build_model("ddtcdr", n_users=data.n_users + 1, n_items=data.domain("B").n_items, n_source=n_src,
+                        dim=8, hidden=[8])
+    src = torch.zeros(data.n_users + 1, n_src)
+    src[1:] = torch.from_numpy(data.matrix("A").toarray()).float()
+    model.set_source(src)
+    users = torch.tensor([0, 1, 2, 5, 5])                   # user 0 is padding: no source items
+    kept, items, labels = model.source_pairs(users)
+    assert kept.tolist() == [1, 2, 5, 5] and items.shape == (4, 1 + model.n_negatives)
+    assert (labels[:, 0] == 1).all() and torch.equal(labels, src[kept[:, None], items])
+    expected = model.pair_logits(users, torch.arange(data.domain("B").n_items + 1).expand(5, -1))
+    expected[:, 0] = -torch.inf
+    torch.testing.assert_close(model.score({"user": users}, chunk=2), expected)

@@ -29,7 +29,7 @@ def test_reproduce_pricdr_grid_report_and_resume(tmp_path):
                and r["labels"]["sp"] in (None, 0.1) and r["labels"]["calibration"] in (None, "paper")]
     assert sorted(methods) == sorted(list(P.METHODS) * 2)          # Table 1, two seeds
     sweep = [r for r in res["runs"] if r["seed"] == 0]
-    assert len(sweep) == 8 + 2 + 1 + 1 + 2 + 1                   # Table 1 + Fig. 2 (J, S) + 3 + 4 + 5 (J, S) + 2b
+    assert len(sweep) == len(P.METHODS) + 2 + 1 + 1 + 2 + 1      # Table 1 + Fig. 2 (J, S) + 3 + 4 + 5 (J, S) + 2b
     assert "A-jlt-eps1.0-n16-sd1.0-seed0" in res["certificates"]
     assert res["certificates"]["A-jlt-eps1.0-n16-sd0.5-seed0"]["input"]["kept_fraction"] == 0.5
     claims = {(c["ours"], c["theirs"]) for c in res["claims"]}
@@ -67,6 +67,9 @@ def test_train_target_reads_a_checked_release(tmp_path, capsys):
     cfg = P.PriCDRConfig(hidden=(32, 8), train=TrainConfig(epochs=1, batch_size=256, patience=1, progress=False))
     res = P.train_target("heterocdr", "B", tmp_path / "relA", cfg, (0,), log=lambda m: None, data=data)
     assert res["guarantee"]["epsilon"] < 8 and 0 <= res["test"]["sampled"]["ndcg@10"]["mean"] <= 1
+    logs: list[str] = []
+    raw = P.train_target("ddtcdr", "B", None, cfg, (0,), log=logs.append, data=data)   # the other domain, raw
+    assert raw["guarantee"] is None and any("raw (unprotected)" in m and "'A'" in m for m in logs)
     with pytest.raises(ReleaseError, match="target domain"):
         P.train_target("heterocdr", "B", tmp_path / "relB", cfg, (0,), data=data)
     with pytest.raises(ParameterError, match="--source"):

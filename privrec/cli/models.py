@@ -62,7 +62,7 @@ from privrec.models import MODELS
               help="Report folder (default runs/<model>-<dataset>).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option("--target", default=None,
-              help="Matrix models (bpr, neumf, dmf, heterocdr): the target domain of ML-1M's genre pair (action or "
+              help="Matrix models (bpr, neumf, dmf, ddtcdr, heterocdr): the target domain of ML-1M's genre pair (action or "
                    "drama), PriCDR's protocol (two random held-out items, 99 uniform negatives, and full ranking).")
 @click.option("--source", type=click.Path(file_okay=False), default=None,
               help="heterocdr: the source domain's published rating matrix, a release folder written by "
@@ -88,7 +88,7 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
         return _train_matrix(model.lower(), dataset, target, source, epochs, batch_size, lr, patience,
                              select_metric, seeds, assignments, epsilon, out, quiet)
     if target or source:
-        raise ParameterError("--target and --source are for the matrix models (bpr, neumf, dmf, heterocdr)")
+        raise ParameterError("--target and --source are for the matrix models (bpr, neumf, dmf, ddtcdr, heterocdr)")
     preset = seq.PROTOCOLS[protocol]
     mask = preset["mask_history"] if mask_history is None else mask_history
     length = max_len or preset["max_len"]
@@ -124,7 +124,8 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
 
 def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience, select_metric, seeds,
                   assignments, epsilon, out, quiet) -> None:
-    """``train bpr|neumf|dmf|heterocdr --target DOMAIN [--source RELEASE]`` (PriCDR's second stage)."""
+    """``train bpr|neumf|dmf|ddtcdr|heterocdr --target DOMAIN [--source RELEASE]`` (PriCDR's second stage;
+    ddtcdr reads the other domain's raw interactions)."""
     from privrec.experiments import pricdr as P
     from privrec.experiments.report import pm, save_report, text_table
     from privrec.training.trainer import TrainConfig

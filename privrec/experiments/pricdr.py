@@ -6,7 +6,8 @@ published source) → evaluate(target)``; Table 1 and Figs. 2–5 analogs on ML-
   (:func:`privrec.release.crossdomain.publish_domain_matrix`); the target side reads it back
   (refusing a release of another domain or other users). One release per (source, mechanism, ε,
   n′, sp, sd, seed), shared by every method of that cell.
-* **Methods** (Table 1): BPR, NeuMF, DMF on the target alone; PriCDR-SYM (autoencoders on both
+* **Methods** (Table 1): BPR, NeuMF, DMF on the target alone; DDTCDR (the paper's non-private CDR
+  baseline, on the raw source interactions, :mod:`privrec.models.ddtcdr`); PriCDR-SYM (autoencoders on both
   sides, JLT release), PriCDR-J (HeteroCDR on a JLT release), PriCDR-S (on an SJLT release);
   HeteroCDR-raw (the raw source matrix: the non-private upper reference) and a negative control,
   HeteroCDR on pure Gaussian noise of the release's shape ("Noise (control)").
@@ -45,6 +46,7 @@ METHODS: dict[str, tuple[str, str | None, dict]] = {
     "BPR": ("bpr", None, {}),
     "NeuMF": ("neumf", None, {}),
     "DMF": ("dmf", None, {}),
+    "DDTCDR": ("ddtcdr", "raw", {}),
     "PriCDR-SYM": ("heterocdr", "jlt", {"symmetric": True}),
     "PriCDR-J": ("heterocdr", "jlt", {}),
     "PriCDR-S": ("heterocdr", "sjlt", {}),
@@ -260,6 +262,10 @@ def target_model(data: CrossDomainData, target: str, split, name: str, cfg: PriC
             raise ParameterError("heterocdr reads the source domain's published matrix: give --source RELEASE_DIR "
                                  "(written by privrec publish jlt|sjlt)")
         kw.update(n_source=source.shape[1], alpha=cfg.alpha, **overrides)
+    if name == "ddtcdr":
+        if source is None:
+            raise ParameterError("ddtcdr reads the source domain's raw interactions")
+        kw.update(n_source=source.shape[1], n_negatives=cfg.n_negatives, **overrides)
     model = build(name, **kw)
     if hasattr(model, "set_matrix"):
         mat = torch.zeros(n_users, n_items + 1)
@@ -314,7 +320,8 @@ def reproduce(cfg: PriCDRConfig, out_dir: str | Path, log: Callable[[str], None]
 def train_target(model: str, target: str, source: str | Path | None, cfg: PriCDRConfig, seeds: Sequence[int],
                  log: Callable[[str], None] = print, data: CrossDomainData | None = None) -> dict:
     """``privrec train MODEL --target DOMAIN [--source RELEASE]``: one matrix model on one target
-    domain of ML-1M's genre pair (the PriCDR protocol), HeteroCDR reading a published source matrix
+    domain of ML-1M's genre pair (the PriCDR protocol), DDTCDR reading the other domain's raw
+    interactions (a non-private reference), HeteroCDR reading a published source matrix
     (a release folder of ``privrec publish jlt|sjlt --aux``, refused without a valid certificate,
     for another user set, or for the target domain itself). Returns the result with the release's
     guarantee; trains every seed in memory (no checkpoint)."""
@@ -335,6 +342,11 @@ def train_target(model: str, target: str, source: str | Path | None, cfg: PriCDR
     elif model == "heterocdr":
         raise ParameterError("heterocdr reads the source domain's published matrix: give --source RELEASE_DIR "
                              "(written by privrec publish jlt|sjlt SOURCE --aux DOMAIN)")
+    elif model == "ddtcdr":                 # the non-private CDR baseline reads the other domain's raw rows
+        other = next(n for n in data.names if n != target)
+        raw = data.matrix(other).toarray()
+        pub = np.vstack([np.zeros((1, raw.shape[1])), raw])
+        log(f"ddtcdr: the raw (unprotected) interactions of {other!r} are the source domain")
     split = random_holdout(data.domain(target).sequences, cfg.split_seed)
     runs = []
     for seed in seeds:

@@ -6,6 +6,7 @@ from privrec.errors import ParameterError
 from privrec.models.base import NextItemModel, Recommender
 from privrec.models.bert4rec import BERT4Rec, MergedBERT4Rec
 from privrec.models.dasl import DASL
+from privrec.models.ddtcdr import DDTCDR
 from privrec.models.gru4rec import GRU4Rec
 from privrec.models.heterocdr import HeteroCDR
 from privrec.models.mf import BPRMF, DMF, NeuMF
@@ -13,7 +14,7 @@ from privrec.models.sasrec import SASRec
 
 MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "bert4rec": BERT4Rec,
                                      "rr-bert4rec": MergedBERT4Rec, "dasl": DASL, "bpr": BPRMF, "neumf": NeuMF,
-                                     "dmf": DMF, "heterocdr": HeteroCDR}
+                                     "dmf": DMF, "heterocdr": HeteroCDR, "ddtcdr": DDTCDR}
 
 
 def check_config(cls: type[Recommender], config: dict) -> None:
