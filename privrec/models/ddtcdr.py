@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privrec.models.mf import PairModel, mlp
+from privrec.models.mf import PairModel, csr_rows, mlp
 
 
 class DDTCDR(PairModel):
@@ -55,10 +55,7 @@ class DDTCDR(PairModel):
         """Row pointers and item ids of the source matrix (CSR), rebuilt when it changes."""
         key = (self.source._version, self.source.data_ptr())
         if self._rows is None or self._rows[0] != key:
-            rows, cols = self.source.nonzero(as_tuple=True)
-            crow = torch.zeros(self.source.shape[0] + 1, dtype=torch.long, device=self.source.device)
-            crow[1:] = torch.cumsum(torch.bincount(rows, minlength=self.source.shape[0]), 0)
-            self._rows = (key, (crow, cols))
+            self._rows = (key, csr_rows(self.source))
         return self._rows[1]
 
     def target_user(self, users: torch.Tensor) -> torch.Tensor:

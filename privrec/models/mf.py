@@ -30,6 +30,14 @@ def mlp(sizes: tuple[int, ...], last_activation: bool = True) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def csr_rows(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row pointers and column ids of a dense 2-D tensor's nonzeros, row-major (CSR without values)."""
+    rows, cols = matrix.nonzero(as_tuple=True)
+    crow = torch.zeros(matrix.shape[0] + 1, dtype=torch.long, device=matrix.device)
+    crow[1:] = torch.cumsum(torch.bincount(rows, minlength=matrix.shape[0]), 0)
+    return crow, cols
+
+
 class PairModel(Recommender):
     """A model of (user, item) pairs: ``pair_logits(users (B,), items (B, K)) -> (B, K)``."""
 
@@ -151,10 +159,8 @@ class DMF(PairModel):
         if self._sparse_cache is None or self._sparse_cache[0] != key:
             parts = []
             for m in (self.matrix, self.matrix.T):
-                rows, cols = m.nonzero(as_tuple=True)          # row-major order
-                crow = torch.zeros(m.shape[0] + 1, dtype=torch.long, device=m.device)
-                crow[1:] = torch.cumsum(torch.bincount(rows, minlength=m.shape[0]), 0)
-                vals = m[rows, cols]
+                crow, cols = csr_rows(m)
+                vals = m[torch.repeat_interleave(torch.arange(m.shape[0], device=m.device), crow.diff()), cols]
                 parts.append((crow, cols, None if bool((vals == 1).all()) else vals))   # 0/1: no weights
             self._sparse_cache = (key, parts)
         return self._sparse_cache[1][axis]
