@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from privrec.cli.options import grid_options
+from privrec.cli.options import grid_options, parse_seeds
 from privrec.errors import ParameterError
 
 
@@ -57,7 +57,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
     else:
         fetch("ml-1m")
     if seeds:
-        cfg = replace(cfg, seeds=tuple(int(s) for s in seeds.split(",")))
+        cfg = replace(cfg, seeds=parse_seeds(seeds))
     if epochs:
         cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
     if epsilons:
@@ -137,13 +137,13 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
     log = lambda msg: click.echo(msg, err=True)
     fetch("ml-1m")
     kw = dict(R.QUICK) if quick else {}
+    if seeds:
+        kw["seeds"] = parse_seeds(seeds)
     try:
-        if seeds:
-            kw["seeds"] = tuple(int(s) for s in seeds.split(","))
         if epsilons:
             kw["epsilons"] = tuple(float(e) for e in epsilons.split(","))
     except ValueError:
-        raise ParameterError("--seeds and --epsilons take comma-separated numbers") from None
+        raise ParameterError("--epsilons takes comma-separated numbers") from None
     if methods:
         kw["methods"] = tuple(m.strip() for m in methods.split(","))
     if no_extras:
@@ -170,13 +170,13 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
 @click.option("--out", type=click.Path(file_okay=False), default="reports/pricdr", show_default=True)
 @click.option("--seeds", default=None, help="Comma-separated Table 1 seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
-@click.option("--methods", default=None, help="Comma-separated Table 1 methods (default: all eight).")
+@click.option("--methods", default=None, help="Comma-separated Table 1 methods (default: all nine).")
 @click.option("--no-sweeps", is_flag=True, help="Table 1 only: no Figs. 2-5 runs.")
 @grid_options
 def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods: str | None, no_sweeps: bool,
            threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
-    """PriCDR's Table 1 (single-domain baselines, PriCDR-SYM/-J/-S, HeteroCDR on the raw source, a
-    pure-noise control) in both directions of ML-1M's genre domains, and Figs. 2-5 (ε, n', SJLT
+    """PriCDR's Table 1 (single-domain baselines, DDTCDR, PriCDR-SYM/-J/-S, HeteroCDR on the raw source,
+    a pure-noise control) in both directions of ML-1M's genre domains, and Figs. 2-5 (ε, n', SJLT
     density, source sparsity), each point with its release's true ε.
 
     Every finished run is saved; an interrupted reproduction resumes."""
@@ -190,11 +190,8 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
     log = lambda msg: click.echo(msg, err=True)
     fetch("ml-1m")
     kw = dict(P.QUICK) if quick else {}
-    try:
-        if seeds:
-            kw["seeds"] = tuple(int(s) for s in seeds.split(","))
-    except ValueError:
-        raise ParameterError("--seeds takes comma-separated integers") from None
+    if seeds:
+        kw["seeds"] = parse_seeds(seeds)
     if methods:
         kw["methods"] = tuple(m.strip() for m in methods.split(","))
     if no_sweeps:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from privrec.experiments.report import aggregate, certificates, markdown_table, pm, save_report
+from privrec.experiments.report import aggregate, certificates, markdown_table, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
 from privrec.experiments.stats import paired, paired_cell
 
@@ -255,8 +255,5 @@ def markdown(res: dict) -> str:
               "the ratings, nnz / (nnz + w² · users) (the rest is the Gaussian lift w). Where it is ~0 the release is "
               "noise for every model, and PriCDR can do no better than the noise control.", "",
               f"Release folders (parquet matrix + certificate.json): `{res['published']}` next to this report.", ""]
-    if res.get("command"):
-        lines += [f"This report was written by: `{res['command']}`", ""]
-    lines += [f"Training time summed over the runs: {res['training_seconds'] / 3600:.2f} h (this invocation: "
-              f"{res['seconds']:.0f} s)."]
+    lines += trailer(res)
     return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from privrec.experiments.pricdsr import PriCDSRConfig
-from privrec.experiments.report import aggregate, markdown_table, pm, save_report
+from privrec.experiments.report import aggregate, markdown_table, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
 from privrec.experiments.stats import log_trend, paired, paired_cell, signed
 
@@ -182,10 +182,7 @@ def markdown(res: dict) -> str:
         lines += ["Reproduce: `privrec reproduce pricdsr" + (" --quick" if cfg["max_users"] else "") + "`"
                   + ("" if cfg["max_users"] else " (each seed can run in its own process: `--seeds 1 --out DIR-s1`, "
                      "then `--report-only --add-progress DIR-s1.progress.jsonl`)"), ""]
-    if res.get("command"):
-        lines += [f"This report was written by: `{res['command']}`", ""]
-    lines += [f"Training time summed over the runs: {res.get('training_seconds', 0) / 3600:.1f} h of wall-clock "
-              f"(this invocation: {res['seconds']:.0f} s)."]
+    lines += trailer(res)
     return "\n".join(lines) + "\n"
 
 

@@ -85,6 +85,13 @@ def save_report(out_dir: str | os.PathLike, result: dict, markdown: str,
     return out
 
 
+def trailer(res: dict) -> list[str]:
+    """The last lines of every reproduction report: the command that wrote it and the training time."""
+    lines = [f"This report was written by: `{res['command']}`", ""] if res.get("command") else []
+    return lines + [f"Training time summed over the runs: {res.get('training_seconds', 0) / 3600:.2f} h "
+                    f"(this invocation: {res['seconds']:.0f} s)."]
+
+
 def certificates(published: str | os.PathLike) -> dict[str, dict]:
     """The certificate of every release folder under ``published`` (name → summary, input, guarantee)."""
     import json

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privrec.experiments.report import aggregate, certificates, markdown_table, pm, save_report
+from privrec.experiments.report import aggregate, certificates, markdown_table, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
 
 PAPER = {"metrics": ("hr@1 (sampled)", "ndcg@5 (sampled)"),
@@ -198,8 +198,5 @@ def markdown(res: dict) -> str:
                              [[name, c["input"].get("published_users"), c["input"].get("refused_users"),
                                c["summary"].splitlines()[0]] for name, c in res["certificates"].items()]), "",
               f"Release folders (RecBole atomic files + certificate.json): `{res['published']}` next to this report.", ""]
-    if res.get("command"):
-        lines += [f"This report was written by: `{res['command']}`", ""]
-    lines += [f"Training time summed over the runs: {res['training_seconds'] / 3600:.2f} h (this invocation: "
-              f"{res['seconds']:.0f} s)."]
+    lines += trailer(res)
     return "\n".join(lines) + "\n"
