@@ -161,9 +161,16 @@ def test_heterocdr_alignment_is_per_user_and_dmf_scores_follow_loaded_weights(da
     batch = {"user": users, "item": torch.tensor([[1, 2]] * 3), "label": torch.tensor([[1.0, 0.0]] * 3)}
     got = model.losses(batch)["ali"]
     u_a, u_b = model.source_encoder(model.source[users]), model.user_tower(model.matrix[users])
-    assert got.item() == pytest.approx(((u_a - u_b) ** 2).sum(1).mean().item(), rel=1e-6)
+    n = (model.matrix[users] > 0).sum(1).float()                        # each user's training interactions
+    per_user = ((u_a - u_b) ** 2).sum(1)
+    assert got.item() == pytest.approx((per_user / (2 * n)).mean().item(), rel=1e-6)   # K = 2 items a row
     broadcast = ((u_a[:, None] - u_b[None]) ** 2).sum(-1).mean()       # the reference code's loss: every pair
     assert abs(broadcast.item() - got.item()) > 1e-6
+    # an epoch's rows (user i n_i times) add up to Eq. 7's sum over users, each once, over K
+    every = torch.repeat_interleave(users, n.long())
+    epoch = model.losses({"user": every, "item": torch.tensor([[1, 2]]).expand(len(every), 2),
+                          "label": torch.tensor([[1.0, 0.0]]).expand(len(every), 2)})["ali"] * len(every)
+    assert epoch.item() == pytest.approx(per_user.sum().item() / 2, rel=1e-5)
     assert model.source.std().item() == pytest.approx(1.0, rel=1e-5)     # the release rescaled to unit std
     model.eval()
     s1 = model.score({"user": users}).clone()
@@ -259,3 +266,22 @@ def test_ddtcdr_source_pairs_are_labelled_by_the_source_and_scores_are_the_pair_
     expected = model.pair_logits(users, torch.arange(data.domain("B").n_items + 1).expand(5, -1))
     expected[:, 0] = -torch.inf
     torch.testing.assert_close(model.score({"user": users}, chunk=2), expected)
+
+
+def test_a_models_own_settings_change_only_its_runs_fingerprint(data):
+    from dataclasses import replace
+
+    from privrec.experiments.pricdr import PriCDRConfig, PriCDRExperiment
+    from privrec.experiments.runner import RunSpec
+
+    def fps(cfg):
+        exp = PriCDRExperiment(cfg, data, None)
+        return {m: exp.fingerprint_of(RunSpec(m, 0, exp.cell(m, "B", "A"))) for m in ("BPR", "DMF", "PriCDR-J")}
+
+    base = PriCDRConfig(directions=(("B", "A"),), sweep_direction=None)
+    a, b = fps(base), fps(replace(base, alpha=1.0))
+    assert a["BPR"] == b["BPR"] and a["DMF"] == b["DMF"] and a["PriCDR-J"] != b["PriCDR-J"]
+    c = fps(replace(base, dmf_output="remap"))
+    assert c["BPR"] == a["BPR"] and c["DMF"] != a["DMF"] and c["PriCDR-J"] == a["PriCDR-J"]
+    d = fps(replace(base, n_negatives=2))                # read by every model
+    assert all(d[m] != a[m] for m in a)

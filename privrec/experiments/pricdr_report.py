@@ -206,8 +206,9 @@ def markdown(res: dict) -> str:
              f"{cfg['train']['batch_size']} pairs (the paper: 128), Adam lr {cfg['train']['lr']}, "
              f"{cfg['n_negatives']} negatives per positive, h = {cfg['hidden'][-1]}, α = {cfg['alpha']}. DMF: "
              f"'{cfg['dmf_output']}' towers; HeteroCDR's target towers: '{cfg.get('heterocdr_output', cfg['dmf_output'])}' "
-             "('relu': ReLU after every layer, Xue et al.; 'remap': linear last layer, p = (1 + cos) / 2 — with ReLU "
-             "last layers Eq. 7's alignment collapses U^B to zero)."
+             "('relu': ReLU after every layer, Xue et al.; 'remap': linear last layer, p = (1 + cos) / 2). Eq. 8 "
+             "weighted as the paper sums it: each user's reconstruction and alignment terms once per epoch "
+             "against its K n_i pair terms (weight 1 / (K n_i) per batch row)."
              + (f" Quick run on {cfg['max_users']} users." if cfg["max_users"] else ""), "",
              f"Table 1 releases: ε = {cfg['epsilon']:g} (the paper's ε), n′ = {cfg['n_prime']}, SJLT density "
              f"sp = {cfg['sp']}, calibration '{cfg['calibration']}' (Alg. 1's w); the true guarantee of each release is "

@@ -7,7 +7,9 @@ rest, the same way for every paper:
 * **progress**: every finished run is appended to ``OUT.progress.jsonl`` (one JSON line,
   flushed and fsynced; a line cut by a crash is skipped), tagged with the experiment's
   *fingerprint* (a hash of everything that must match for a result to be reused) and the
-  environment it ran in (git commit, lock digest);
+  environment it ran in (git commit, lock digest); an experiment whose methods read different
+  settings declares ``fingerprint_of(spec)`` too, so changing one model's settings redoes that
+  model's runs only;
 * **resume**: a rerun reuses finished runs of the same fingerprint, continues an interrupted one
   from its per-epoch state in ``OUT.state/`` (result identical to an uninterrupted run), and
   continues a run that hit a lower epoch cap; ``add_progress`` merges runs done elsewhere;
@@ -120,8 +122,19 @@ def state_dir(out_dir: str | Path) -> Path:
     return Path(str(out_dir).rstrip("/") + ".state")
 
 
-def load_progress(path: Path, fingerprint: str) -> dict[str, RunRecord]:
-    """Finished runs of this fingerprint (the last line of a key wins); cut lines are skipped."""
+def fingerprints(exp: Experiment, specs: Sequence[RunSpec]) -> dict[str, str]:
+    """Each run's fingerprint: ``exp.fingerprint_of(spec)`` where the experiment declares it (settings
+    that only some methods read), else the experiment's one ``fingerprint()``."""
+    per_run = getattr(exp, "fingerprint_of", None)
+    if per_run is None:
+        common = exp.fingerprint()
+        return {s.key: common for s in specs}
+    return {s.key: per_run(s) for s in specs}
+
+
+def load_progress(path: Path, fingerprint: str | dict[str, str]) -> dict[str, RunRecord]:
+    """Finished runs of this fingerprint (or, given ``{key: fingerprint}``, of each key's own; the
+    last line of a key wins); cut lines are skipped."""
     if not path.exists():
         return {}
     out = {}
@@ -130,7 +143,10 @@ def load_progress(path: Path, fingerprint: str) -> dict[str, RunRecord]:
             rec = json.loads(line)
         except json.JSONDecodeError:
             continue                                  # a line cut by a crash: that run is redone
-        if isinstance(rec, dict) and rec.get("fingerprint") == fingerprint:
+        if not isinstance(rec, dict):
+            continue
+        want = fingerprint if isinstance(fingerprint, str) else fingerprint.get(rec.get("key"))
+        if want is not None and rec.get("fingerprint") == want:
             run = RunRecord.from_dict(rec["run"], rec["key"])
             run.key = rec["key"]
             if not run.environment and rec.get("environment"):
@@ -186,17 +202,17 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
         raise ParameterError("the experiment declares two runs with the same key")
-    progress, states, fingerprint = progress_path(out_dir), state_dir(out_dir), exp.fingerprint()
+    progress, states, fp = progress_path(out_dir), state_dir(out_dir), fingerprints(exp, specs)
     describe = describe or (lambda r: f"{r.key}: done")
-    finished = load_progress(progress, fingerprint) if resume else {}
+    finished = load_progress(progress, fp) if resume else {}
     for other in add_progress:
         if not Path(other).is_file():
             raise ParameterError(f"{other}: no such progress file (written next to --out as OUT.progress.jsonl)")
-        theirs = load_progress(Path(other), fingerprint)
+        theirs = load_progress(Path(other), fp)
         added = [k for k in theirs if k not in finished]
         for key in added:
             finished[key] = theirs[key]
-            append_progress(progress, fingerprint, theirs[key])
+            append_progress(progress, fp[key], theirs[key])
         log(f"{other}: {len(added)} finished runs added" + ("" if theirs else
             " — none of its runs has this configuration (same --quick/--epochs and code settings?)"))
     cap = exp.cap()
@@ -210,7 +226,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
         raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
     pending = [s for s in specs if s.key not in finished] if train_missing else []
     missing = [s.key for s in specs if s.key not in finished and not train_missing]
-    state_of = {s.key: states / f"{fingerprint}-{safe_name(s.key)}.pt" for s in specs}
+    state_of = {s.key: states / f"{fp[s.key]}-{safe_name(s.key)}.pt" for s in specs}
     for key in keys:
         if key in finished:
             log(describe(finished[key]))
@@ -221,7 +237,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
 
     def done(record: RunRecord) -> None:
         record.environment = {**environment(), **record.environment}
-        append_progress(progress, fingerprint, record)
+        append_progress(progress, fp[record.key], record)
         finished[record.key] = record
         log(describe(record))
 

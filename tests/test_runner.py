@@ -1,0 +1,65 @@
+"""The shared experiment runner: resume by fingerprint, per-model fingerprints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from privrec.experiments.runner import RunRecord, RunSpec, execute, progress_path
+
+
+@dataclass
+class Toy:
+    """Two models; ``settings[m]`` is read by model m only."""
+
+    settings: dict
+    per_model: bool = True
+    trained: list = field(default_factory=list)
+
+    def runs(self):
+        return [RunSpec(f"{m}|{s}", s, {"model": m}) for m in ("a", "b") for s in (0, 1)]
+
+    def fingerprint(self):
+        return f"common-{sorted(self.settings.items())}"
+
+    def cap(self):
+        return 1, 1, 1
+
+    def prepare(self, spec, log):
+        pass
+
+    def train(self, spec, state, log):
+        self.trained.append(spec.key)
+        fit = {"best_epoch": 1, "epochs_run": 1, "stopped_early": False}
+        return RunRecord(spec.key, spec.seed, dict(spec.labels), fit, {"test": {"x": float(spec.seed)}})
+
+
+class PerModel(Toy):
+    def fingerprint_of(self, spec):
+        m = spec.labels["model"]
+        return f"common-{m}-{self.settings[m]}"
+
+
+def test_resume_reuses_runs_of_the_same_fingerprint(tmp_path):
+    out = tmp_path / "out"
+    first = Toy({"a": 1, "b": 1})
+    assert len(execute(first, out, log=lambda m: None).records) == 4 and len(first.trained) == 4
+    again = Toy({"a": 1, "b": 1})
+    execute(again, out, log=lambda m: None)
+    assert again.trained == []
+    changed = Toy({"a": 2, "b": 1})                  # one experiment-wide fingerprint: everything reruns
+    execute(changed, out, log=lambda m: None)
+    assert len(changed.trained) == 4
+
+
+def test_per_model_fingerprints_redo_only_the_changed_models_runs(tmp_path):
+    out = tmp_path / "out"
+    execute(PerModel({"a": 1, "b": 1}), out, log=lambda m: None)
+    changed = PerModel({"a": 2, "b": 1})
+    outcome = execute(changed, out, log=lambda m: None)
+    assert sorted(changed.trained) == ["a|0", "a|1"]
+    assert len(outcome.records) == 4
+    lines = progress_path(out).read_text().splitlines()
+    assert len(lines) == 6 and '"common-a-2"' in lines[-1]
+    back = PerModel({"a": 1, "b": 1})                 # the earlier setting's runs are still there
+    execute(back, out, log=lambda m: None)
+    assert back.trained == []
