@@ -285,3 +285,19 @@ def test_a_models_own_settings_change_only_its_runs_fingerprint(data):
     assert c["BPR"] == a["BPR"] and c["DMF"] != a["DMF"] and c["PriCDR-J"] == a["PriCDR-J"]
     d = fps(replace(base, n_negatives=2))                # read by every model
     assert all(d[m] != a[m] for m in a)
+
+
+def test_sweep_only_runs_get_the_sweep_cap(data):
+    from privrec.experiments.pricdr import PriCDRConfig, PriCDRExperiment
+
+    cfg = PriCDRConfig(directions=(("B", "A"),), sweep_direction=("B", "A"), seeds=(0,), sweep_seeds=(0,),
+                       sweep_epochs=5)
+    exp = PriCDRExperiment(cfg, data, None)
+    caps = {s.key: exp.cap_of(s)[0] for s in exp.runs()}
+    table = exp.cell("PriCDR-J", "B", "A")                         # Table 1's release is also Fig. 2's eps = 1 point
+    from privrec.experiments.pricdr import run_key
+    assert caps[run_key(table, 0)] == cfg.train.epochs
+    assert caps[run_key(exp.cell("PriCDR-J", "B", "A", eps=64.0), 0)] == 5
+    assert sum(c == 5 for c in caps.values()) == len(caps) - len(cfg.methods)
+    with pytest.raises(Exception, match="sweep_epochs"):
+        PriCDRConfig(sweep_epochs=0)

@@ -63,3 +63,21 @@ def test_per_model_fingerprints_redo_only_the_changed_models_runs(tmp_path):
     back = PerModel({"a": 1, "b": 1})                 # the earlier setting's runs are still there
     execute(back, out, log=lambda m: None)
     assert back.trained == []
+
+
+class PerRunCap(Toy):
+    def fingerprint(self):                          # epoch caps are not part of a fingerprint
+        return "common"
+
+    def cap_of(self, spec):
+        return (self.settings[spec.labels["model"]], 1, 1)
+
+
+def test_per_run_caps_continue_only_the_runs_whose_cap_rose(tmp_path):
+    out = tmp_path / "out"
+    execute(PerRunCap({"a": 1, "b": 1}), out, log=lambda m: None)   # every run reached its cap of 1 epoch
+    higher = PerRunCap({"a": 2, "b": 1})
+    logs: list[str] = []
+    execute(higher, out, log=logs.append)
+    assert sorted(higher.trained) == ["a|0", "a|1"]
+    assert any("continued under the cap of 2" in m for m in logs)

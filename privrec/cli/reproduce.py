@@ -172,9 +172,11 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
 @click.option("--methods", default=None, help="Comma-separated Table 1 methods (default: all nine).")
 @click.option("--no-sweeps", is_flag=True, help="Table 1 only: no Figs. 2-5 runs.")
+@click.option("--sweep-epochs", type=click.IntRange(min=1), default=None,
+              help="Maximum epochs of the runs only Figs. 2-5 need (default 12; Table 1's runs keep --epochs).")
 @grid_options
 def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods: str | None, no_sweeps: bool,
-           threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
+           sweep_epochs: int | None, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """PriCDR's Table 1 (single-domain baselines, DDTCDR, PriCDR-SYM/-J/-S, HeteroCDR on the raw source,
     a pure-noise control) in both directions of ML-1M's genre domains, and Figs. 2-5 (ε, n', SJLT
     density, source sparsity), each point with its release's true ε.
@@ -196,6 +198,8 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
         kw["methods"] = tuple(m.strip() for m in methods.split(","))
     if no_sweeps:
         kw["sweep_direction"] = None
+    if sweep_epochs:
+        kw["sweep_epochs"] = sweep_epochs
     cfg = P.PriCDRConfig(**kw)
     if epochs:
         cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))

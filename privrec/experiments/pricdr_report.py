@@ -238,9 +238,11 @@ def markdown(res: dict) -> str:
             continue
         lines += [f"## {fig.replace('_', ' ')} ({cfg['sweep_direction'][0]} <- {cfg['sweep_direction'][1]}, seeds "
                   f"{list(cfg['sweep_seeds'])})", "",
-                  FIG_NOTES.get(fig, ""), "",
+                  FIG_NOTES.get(fig, "") + ("" if not cfg.get("sweep_epochs") else
+                                            f" Runs not in Table 1 stop at {cfg['sweep_epochs']} epochs."), "",
                   markdown_table(["method", rows[0]["param"], "true ε of the release", "signal share ≤", *TABLE[:2]],
-                                 [[r["method"], _fmt(r["value"]),
+                                 [[r["method"] + ("†" if r["summary"] and r["summary"]["capped"] else ""),
+                                   _fmt(r["value"]),
                                    "–" if r["true_epsilon"] is None else f"{r['true_epsilon']:.3g}",
                                    "–" if r.get("signal_share") is None else f"{r['signal_share']:.2g}"]
                                   + [pm(r["summary"]["test"].get(c)) if r["summary"] else "–" for c in TABLE[:2]]

@@ -88,6 +88,7 @@ class Experiment(Protocol):
     def runs(self) -> list[RunSpec]: ...
     def fingerprint(self) -> str: ...
     def cap(self) -> tuple[int, int, int]: ...          # (epoch cap, patience, eval_every) of its trainer
+    # optional: fingerprint_of(spec) -> str and cap_of(spec) -> (epochs, patience, eval_every), per run
     def prepare(self, spec: RunSpec, log: Log) -> None: ...
     def train(self, spec: RunSpec, state: Path, log: Log) -> RunRecord: ...
 
@@ -128,6 +129,16 @@ def fingerprints(exp: Experiment, specs: Sequence[RunSpec]) -> dict[str, str]:
     per_run = getattr(exp, "fingerprint_of", None)
     if per_run is None:
         common = exp.fingerprint()
+        return {s.key: common for s in specs}
+    return {s.key: per_run(s) for s in specs}
+
+
+def caps(exp: Experiment, specs: Sequence[RunSpec]) -> dict[str, tuple[int, int, int]]:
+    """Each run's (epoch cap, patience, eval_every): ``exp.cap_of(spec)`` where declared (e.g. a
+    sweep trained on a smaller budget than the main table), else the experiment's ``cap()``."""
+    per_run = getattr(exp, "cap_of", None)
+    if per_run is None:
+        common = exp.cap()
         return {s.key: common for s in specs}
     return {s.key: per_run(s) for s in specs}
 
@@ -215,10 +226,10 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
             append_progress(progress, fp[key], theirs[key])
         log(f"{other}: {len(added)} finished runs added" + ("" if theirs else
             " — none of its runs has this configuration (same --quick/--epochs and code settings?)"))
-    cap = exp.cap()
-    for key in sorted(k for k, r in finished.items() if not reusable(r.fit, cap)):
+    cap = caps(exp, specs)
+    for key in sorted(k for k, r in finished.items() if k in cap and not reusable(r.fit, cap[k])):
         log(f"{key}: ran to an epoch cap of {finished[key].fit['epochs_run']} without stopping early; "
-            f"continued under the cap of {cap[0]}")
+            f"continued under the cap of {cap[key][0]}")
         del finished[key]
     if finished:
         log(f"resuming: {len(finished)} finished runs read from {progress}")
@@ -261,7 +272,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
         for spec in pending:
             done(exp.train(spec, state_of[spec.key], log))
     for key in keys:                              # a capped run keeps its state (a higher cap continues it)
-        if key in finished and (stopped_early(finished[key].fit, cap[1], cap[2]) or not keep_capped_states):
+        if key in finished and (stopped_early(finished[key].fit, *cap[key][1:]) or not keep_capped_states):
             state_of[key].unlink(missing_ok=True)
     if states.is_dir():
         for tmp in states.glob(".*.tmp"):            # a save killed mid-write
