@@ -1,0 +1,173 @@
+"""Every command of the README's "Command line" block runs: exit 0, and writes what it names.
+
+Each README line is run as a *smaller variant*: the same subcommand and every option the README
+shows (values may shrink: one seed, one epoch, ML-100K or a tiny file where the README names a
+file of your own), plus options that only make it cheaper. A README line without a variant here
+fails :func:`test_every_readme_command_has_a_variant`, so a new example cannot go untested.
+Real MovieLens comes from the session cache (fetched once per test session).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+# README command (comments and [optional] synopsis parts removed) -> the variant that runs, in order.
+# Values in the variant may differ; option names of the README line must all appear in it.
+VARIANTS: dict[str, str] = {
+    "privrec datasets list": "datasets list",
+    "privrec datasets fetch ml-1m": "datasets fetch ml-1m",
+    "privrec datasets fetch ml-1m --from FILE": "datasets fetch ml-100k --from ml100k-files --force",
+    "privrec datasets info ml-1m": "datasets info ml-1m",
+    "privrec train sasrec --dataset ml-1m --seeds 0,1,2": "train sasrec --dataset ml-100k --seeds 0 --epochs 1",
+    "privrec results merge runs/a/results.json runs/b/results.json --out runs/merged":
+        "results merge runs/sasrec-ml-100k/results.json runs/sasrec-ml-100k-s1/results.json --out runs/merged",
+    "privrec train gru4rec --dataset my.inter --protocol raw --eval-mode sampled --negatives 100":
+        "train gru4rec --dataset my.inter --protocol raw --eval-mode sampled --negatives 100 --epochs 1",
+    "privrec train rr-bert4rec --protocol raw --epsilon 0.01":
+        "train rr-bert4rec --dataset ml-100k --protocol raw --epsilon 0.01 --epochs 1",
+    "privrec evaluate runs/sasrec-ml-1m/sasrec-seed0.pt --eval-mode sampled":
+        "evaluate runs/sasrec-ml-100k/sasrec-seed0.pt --eval-mode sampled",
+    "privrec recommend runs/sasrec-ml-1m/sasrec-seed0.pt --user 1m_1 -k 10":
+        "recommend runs/sasrec-ml-100k/sasrec-seed0.pt --user 1 -k 10",
+    "privrec demo": "SLOW demo",
+    "privrec publish sdp ml-1m -o out/ml1m-sdp --epsilon 10 --seed 0":
+        "publish sdp ml-100k -o out/ml1m-sdp --epsilon 10 --seed 0",
+    "privrec publish sdp ml-1m --aux drama -o out/drama --epsilon 10":
+        "publish sdp ml-1m --aux drama -o out/drama --epsilon 10",
+    "privrec publish sdp shop.csv --domain-field category --aux books -o out/books --epsilon 10":
+        "publish sdp shop.csv --domain-field category --aux books -o out/books --epsilon 10",
+    "privrec publish jlt ml-1m -o out/ml1m-jlt --epsilon 1 --n-prime 500":
+        "publish jlt ml-100k -o out/ml1m-jlt --epsilon 1 --n-prime 500",
+    "privrec publish jlt ml-1m --aux action -o out/action-jlt --epsilon 1 --n-prime 500":
+        "publish jlt ml-1m --aux action -o out/action-jlt --epsilon 1 --n-prime 500",
+    "privrec train heterocdr --target drama --source out/action-jlt --seeds 0,1,2":
+        "SLOW train heterocdr --target drama --source out/action-jlt --seeds 0 --epochs 1 --batch-size 16384",
+    "privrec train dmf --target drama --batch-size 4096 --lr 0.001":
+        "SLOW train dmf --target drama --batch-size 16384 --lr 0.001 --epochs 1",
+    "privrec publish rr ml-1m -o out/ml1m-rr --epsilon 1 --format csv":
+        "publish rr ml-100k -o out/ml1m-rr --epsilon 1 --format csv",
+    "privrec publish features ml-1m -o out/users --epsilon 4": "publish features ml-1m -o out/users --epsilon 4",
+    "privrec guarantee pfcr-paper --epsilon 0.5 --buckets 64": "guarantee pfcr-paper --epsilon 0.5 --buckets 64",
+    "privrec audit sdp": "audit sdp --samples 2000",
+    "privrec reproduce pricdsr": "reproduce pricdsr --quick --data shop.csv --domain-field category --out rep/pricdsr",
+    "privrec reproduce pricdsr --report-only":
+        "reproduce pricdsr --quick --data shop.csv --domain-field category --out rep/pricdsr --report-only",
+    "privrec reproduce pricdsr --quick --data shop.csv --domain-field category":
+        "reproduce pricdsr --quick --data shop.csv --domain-field category --out rep/pricdsr-2",
+    "privrec reproduce pricdsr --data books.inter --data movies.inter":
+        "reproduce pricdsr --quick --data books.inter --data movies.inter --out rep/pricdsr-files",
+    "privrec reproduce rr": "reproduce rr --quick --no-extras --epochs 1 --epsilons 1 --out rep/rr",
+    "privrec reproduce pricdr": "reproduce pricdr --quick --no-sweeps --epochs 1 --methods BPR,PriCDR-J --out rep/pricdr",
+}
+EXTRA_SETUP = {   # run before the variant of the key (a second seed for `results merge`)
+    "privrec results merge runs/a/results.json runs/b/results.json --out runs/merged":
+        "train sasrec --dataset ml-100k --seeds 1 --epochs 1 --out runs/sasrec-ml-100k-s1",
+}
+
+
+def readme_commands() -> list[str]:
+    """The ``privrec ...`` lines of the README's "Command line" block, comments and [optional] parts removed."""
+    text = README.read_text(encoding="utf-8")
+    block = text.split("## Command line", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    out = []
+    for line in block.splitlines():
+        line = line.strip()
+        if line.startswith("privrec "):
+            cmd = re.split(r"\s+#", line)[0]
+            out.append(" ".join(re.sub(r"\[[^\]]*\]", " ", cmd).split()))
+    return out
+
+
+def _options(argv: list[str]) -> set[str]:
+    return {a for a in argv if a.startswith("-")}
+
+
+def test_every_readme_command_has_a_variant():
+    commands = readme_commands()
+    assert len(commands) >= 25
+    missing = [c for c in commands if c not in VARIANTS]
+    assert not missing, f"README commands without a variant in {__file__}: {missing}"
+    stale = [c for c in VARIANTS if c not in commands]
+    assert not stale, f"variants of commands no longer in the README: {stale}"
+    for readme, variant in VARIANTS.items():
+        r, v = shlex.split(readme)[1:], shlex.split(variant.removeprefix("SLOW "))
+        same_second = len(r) < 2 or r[1] == v[1] or r[1] == "ml-1m" or "." in r[1] or "/" in r[1]
+        assert v[0] == r[0] and same_second and _options(r) <= _options(v), (readme, variant)
+
+
+def _frame(n_users: int = 60, n_items: int = 150, per: int = 30, seed: int = 0) -> pd.DataFrame:
+    """Two domains (books, movies) of the same users, a sequential signal in each."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d, dom in enumerate(("books", "movies")):
+        for u in range(1, n_users + 1):
+            start = int(rng.integers(n_items))
+            for t in range(per):
+                rows.append((f"u{u}", f"{dom[0]}{(start + t) % n_items}", 4.0, float(1000 * u + 100 * d + t), dom))
+    return pd.DataFrame(rows, columns=["user_id", "item_id", "rating", "timestamp", "category"])
+
+
+def _inter(frame: pd.DataFrame, path: Path) -> None:
+    out = frame[["user_id", "item_id", "rating", "timestamp"]]
+    out.columns = ["user_id:token", "item_id:token", "rating:float", "timestamp:float"]
+    out.to_csv(path, sep="\t", index=False)
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch, movielens):
+    movielens("ml-1m")
+    movielens("ml-100k")
+    import shutil
+
+    from privrec.data.fetch import cache_dir
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(cache_dir() / "datasets" / "ml-100k", "ml100k-files")   # "a folder with the files"
+    frame = _frame()
+    frame.to_csv("shop.csv", index=False)
+    _inter(frame, Path("my.inter"))
+    _inter(frame[frame.category == "books"], Path("books.inter"))
+    _inter(frame[frame.category == "movies"], Path("movies.inter"))
+    return tmp_path
+
+
+def _run(variant: str) -> None:
+    import time
+
+    from privrec.cli import cli
+
+    argv, t0 = shlex.split(variant), time.perf_counter()
+    res = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    assert res.exit_code == 0, f"privrec {variant}\n{res.output}"
+    print(f"{time.perf_counter() - t0:6.1f} s  privrec {variant}")
+    for flag in ("-o", "--out", "--output"):
+        if flag in argv:
+            assert Path(argv[argv.index(flag) + 1]).exists(), f"privrec {variant}: wrote nothing"
+
+
+def test_readme_commands_run(workdir):
+    for readme, variant in VARIANTS.items():
+        if variant.startswith("SLOW "):
+            continue
+        if readme in EXTRA_SETUP:
+            _run(EXTRA_SETUP[readme])
+        _run(variant)
+
+
+@pytest.mark.slow
+def test_slow_readme_commands_run(workdir):
+    """The demo (minutes) and one epoch of the full-size ML-1M matrix models (the quick PriCDR
+    reproduction in the fast test trains the same models on 600 users)."""
+    _run(VARIANTS["privrec publish jlt ml-1m --aux action -o out/action-jlt --epsilon 1 --n-prime 500"])
+    for variant in VARIANTS.values():
+        if variant.startswith("SLOW "):
+            _run(variant.removeprefix("SLOW "))
