@@ -13,7 +13,7 @@ from privrec.models import MODELS
 
 @click.command()
 # DASL needs two domains' sequences (reproduce pricdsr); the matrix models train with --target
-@click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task in ("windows", "cloze",
+@click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task in ("windows", "prefixes", "cloze",
                                                                                           "merged_cloze",
                                                                                           "interactions")),
                                            case_sensitive=False))

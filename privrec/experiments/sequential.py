@@ -47,6 +47,7 @@ DEFAULT_MODEL_CONFIG = {
     "gru4rec": {"embedding": 64, "hidden": 128, "layers": 1, "dropout": 0.3},
     "bert4rec": {"hidden": 64, "layers": 2, "heads": 2, "inner": 256, "dropout": 0.2, "attn_dropout": 0.2,
                  "mask_prob": 0.2},
+    "srgnn": {"hidden": 64, "steps": 1},          # RecBole's SRGNN defaults (DIPSGNN's paper: d = 100)
 }
 DEFAULT_MODEL_CONFIG["rr-bert4rec"] = {**DEFAULT_MODEL_CONFIG["bert4rec"], "vocab_ratio": 1.5}
 

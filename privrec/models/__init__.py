@@ -11,10 +11,12 @@ from privrec.models.gru4rec import GRU4Rec
 from privrec.models.heterocdr import HeteroCDR
 from privrec.models.mf import BPRMF, DMF, NeuMF
 from privrec.models.sasrec import SASRec
+from privrec.models.srgnn import SRGNN
 
 MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "bert4rec": BERT4Rec,
                                      "rr-bert4rec": MergedBERT4Rec, "dasl": DASL, "bpr": BPRMF, "neumf": NeuMF,
-                                     "dmf": DMF, "heterocdr": HeteroCDR, "ddtcdr": DDTCDR}
+                                     "dmf": DMF, "heterocdr": HeteroCDR, "ddtcdr": DDTCDR,
+                                     "srgnn": SRGNN}
 
 
 def check_config(cls: type[Recommender], config: dict) -> None:
@@ -67,4 +69,4 @@ def build_on(name: str, train_inputs, **config) -> Recommender:
     return cls.learn(train_inputs, **config)
 
 
-__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec"]
+__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec", "SRGNN"]

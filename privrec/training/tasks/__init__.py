@@ -9,8 +9,8 @@ so two numbers can be compared only when their scenarios match.
 task                      a training sample                      evaluated on
 ========================  =====================================  ==========================================
 :class:`SequenceTask`     a window of ``max_len`` train items;   each user's held-out item (valid, then
- (SASRec, GRU4Rec)        loss at its last ``stride`` positions  test) ranked from the items before it
-                          (``stride=1``: every prefix, RecBole)
+ (SASRec, GRU4Rec;        loss at its last ``stride`` positions  test) ranked from the items before it
+ SR-GNN: stride 1)        (``stride=1``: every prefix, RecBole)
 :class:`ClozeTask`       a chunk of ``max_len`` train items,    as SequenceTask; the model reads the history
  (BERT4Rec)               each hidden behind [mask] w.p. 0.2;    and a final [mask]
                           inputs may be privacy-filtered
@@ -56,6 +56,10 @@ def task_for(model, split, n_items: int, max_len: int, *, window_mode: str = "al
         return InteractionTask(split, n_items)
     if kind == "windows":
         return SequenceTask(split, n_items, max_len, window_mode, stride, private=private)
+    if kind == "prefixes":              # one sample per target: its prefix (SR-GNN, DIPSGNN)
+        if stride not in (None, 1):
+            raise ParameterError(f"{type(model).__name__} trains on every prefix (stride 1); got stride {stride}")
+        return SequenceTask(split, n_items, max_len, window_mode, 1, private=private)
     raise ParameterError(f"{type(model).__name__}.task = {kind!r} is not a single-domain training task")
 
 __all__ = ["WINDOW_MODES", "ClozeTask", "CrossDomainTask", "InteractionTask", "MergedClozeTask", "PrivateInputs", "SequenceTask", "SplitEvaluation", "cloze_chunks",

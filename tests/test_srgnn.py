@@ -1,0 +1,99 @@
+"""SR-GNN: per-prefix item-transition graphs (DIPSGNN Eq. 4) built for a batch at once, and the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from privrec.models import build
+from privrec.models.srgnn import session_graphs
+
+
+def _reference_graph(row: list[int], weighted: bool = True):
+    """The obvious loop: distinct items in ascending order, transition counts, row-normalised."""
+    items = [i for i in row if i > 0]
+    nodes = sorted(set(items))
+    idx = {v: k for k, v in enumerate(nodes)}
+    n = len(row)
+    counts = np.zeros((n, n))
+    for a, b in zip(items[:-1], items[1:]):
+        counts[idx[a], idx[b]] += 1
+    if not weighted:
+        counts = (counts > 0).astype(float)
+    out = counts / np.maximum(counts.sum(1, keepdims=True), 1)
+    inn = counts.T / np.maximum(counts.T.sum(1, keepdims=True), 1)
+    alias = [idx[i] if i > 0 else 0 for i in row]
+    return nodes + [0] * (n - len(nodes)), alias, inn, out
+
+
+def test_known_graph():
+    nodes, alias, a_in, a_out = session_graphs(torch.tensor([[0, 0, 5, 2, 5, 7, 5]]))
+    assert nodes[0].tolist() == [2, 5, 7, 0, 0, 0, 0]
+    assert alias[0].tolist() == [0, 0, 1, 0, 1, 2, 1]
+    # transitions 5->2, 2->5, 5->7, 7->5: node 5 (index 1) goes to 2 and 7, half each
+    torch.testing.assert_close(a_out[0, 1, :3], torch.tensor([0.5, 0.0, 0.5]))
+    torch.testing.assert_close(a_in[0, 1, :3], torch.tensor([0.5, 0.0, 0.5]))     # 2->5 and 7->5
+    torch.testing.assert_close(a_out[0, 0, :3], torch.tensor([0.0, 1.0, 0.0]))
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+def test_batched_graphs_equal_the_loop(weighted):
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(40):
+        length = int(rng.integers(0, 9))
+        rows.append([0] * (8 - length) + rng.integers(1, 6, size=length).tolist())   # repeats and self-loops
+    nodes, alias, a_in, a_out = session_graphs(torch.tensor(rows), weighted)
+    for b, row in enumerate(rows):
+        n, al, i, o = _reference_graph(row, weighted)
+        assert nodes[b].tolist() == n and alias[b].tolist() == al, row
+        np.testing.assert_allclose(a_in[b].numpy(), i, atol=1e-7)
+        np.testing.assert_allclose(a_out[b].numpy(), o, atol=1e-7)
+
+
+def test_scores_shape_padding_and_prefix_only():
+    torch.manual_seed(0)
+    model = build("srgnn", n_items=30, max_len=6, hidden=16).eval()
+    seq = torch.tensor([[0, 0, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6]])
+    scores = model.score({"seq": seq})
+    assert scores.shape == (2, 31) and torch.isinf(scores[:, 0]).all()
+    padded = torch.tensor([[0, 0, 0, 0, 3, 4, 5, 6]])              # more front padding changes nothing
+    torch.testing.assert_close(model.score({"seq": padded})[0], scores[0])
+
+
+def test_learns_a_successor_rule_on_prefixes():
+    torch.manual_seed(0)
+    n = 20
+    rows = [[(s + j) % n + 1 for j in range(6)] for s in range(n)]
+    seqs, targets = [], []
+    for r in rows:                                                    # every prefix a sample
+        for k in range(1, 6):
+            seqs.append([0] * (5 - k) + r[:k])
+            targets.append([0] * 4 + [r[k]])
+    batch = {"seq": torch.tensor(seqs), "target": torch.tensor(targets)}
+    model = build("srgnn", n_items=n, max_len=5, hidden=32)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    first = float(model.loss(batch).detach())
+    for _ in range(100):
+        opt.zero_grad()
+        loss = model.loss(batch)
+        loss.backward()
+        opt.step()
+    assert float(loss.detach()) < 0.2 * first
+    hits = (model.eval().score(batch).argmax(1) == batch["target"][:, -1]).float().mean()
+    assert hits > 0.9
+
+
+def test_prefix_task_and_bad_stride():
+    from privrec.data.sequences import Sequences
+    from privrec.data.splits import leave_one_out
+    from privrec.errors import ParameterError
+    from privrec.training.tasks import task_for
+
+    split = leave_one_out(Sequences.from_rows([[], [1, 2, 3, 4, 5], [2, 3, 4, 5, 6, 7]]))
+    model = build("srgnn", n_items=7, max_len=4, hidden=8)
+    task = task_for(model, split, 7, 4)
+    assert task.stride == 1 and task.n_train_windows == task.n_train_targets == 2 + 3
+    with pytest.raises(ParameterError, match="stride"):
+        task_for(model, split, 7, 4, stride=2)
