@@ -7,15 +7,14 @@ import pytest
 import torch
 
 from privrec.models import build
-from privrec.models.srgnn import session_graphs
+from privrec.models.srgnn import graphs
 
 
-def _reference_graph(row: list[int], weighted: bool = True):
-    """The obvious loop: distinct items in ascending order, transition counts, row-normalised."""
+def _reference_graph(row: list[int], n: int, weighted: bool = True):
+    """The obvious loop: distinct items in first-occurrence order, transition counts, row-normalised."""
     items = [i for i in row if i > 0]
-    nodes = sorted(set(items))
+    nodes = list(dict.fromkeys(items))
     idx = {v: k for k, v in enumerate(nodes)}
-    n = len(row)
     counts = np.zeros((n, n))
     for a, b in zip(items[:-1], items[1:]):
         counts[idx[a], idx[b]] += 1
@@ -28,13 +27,14 @@ def _reference_graph(row: list[int], weighted: bool = True):
 
 
 def test_known_graph():
-    nodes, alias, a_in, a_out = session_graphs(torch.tensor([[0, 0, 5, 2, 5, 7, 5]]))
-    assert nodes[0].tolist() == [2, 5, 7, 0, 0, 0, 0]
-    assert alias[0].tolist() == [0, 0, 1, 0, 1, 2, 1]
-    # transitions 5->2, 2->5, 5->7, 7->5: node 5 (index 1) goes to 2 and 7, half each
-    torch.testing.assert_close(a_out[0, 1, :3], torch.tensor([0.5, 0.0, 0.5]))
-    torch.testing.assert_close(a_in[0, 1, :3], torch.tensor([0.5, 0.0, 0.5]))     # 2->5 and 7->5
-    torch.testing.assert_close(a_out[0, 0, :3], torch.tensor([0.0, 1.0, 0.0]))
+    nodes, alias, a_in, a_out = graphs(torch.tensor([[0, 0, 5, 2, 5, 7, 5]]))
+    assert nodes[0].tolist() == [5, 2, 7]
+    assert alias[0].tolist() == [0, 0, 0, 1, 0, 2, 0]
+    # transitions 5->2, 2->5, 5->7, 7->5: node 5 goes to 2 and 7, half each; 2 and 7 go to 5
+    torch.testing.assert_close(a_out[0], torch.tensor([[0, .5, .5], [1, 0, 0], [1, 0, 0]]))
+    torch.testing.assert_close(a_in[0], torch.tensor([[0, .5, .5], [1, 0, 0], [1, 0, 0]]))
+    counts = graphs(torch.tensor([[0, 0, 5, 2, 5, 7, 5]]), normalise=False)[3]     # DIPSGNN: raw counts
+    torch.testing.assert_close(counts[0], torch.tensor([[0., 1, 1], [1, 0, 0], [1, 0, 0]]))
 
 
 @pytest.mark.parametrize("weighted", [True, False])
@@ -44,10 +44,11 @@ def test_batched_graphs_equal_the_loop(weighted):
     for _ in range(40):
         length = int(rng.integers(0, 9))
         rows.append([0] * (8 - length) + rng.integers(1, 6, size=length).tolist())   # repeats and self-loops
-    nodes, alias, a_in, a_out = session_graphs(torch.tensor(rows), weighted)
+    nodes, alias, a_in, a_out = graphs(torch.tensor(rows), weighted)
+    n = nodes.shape[1]
     for b, row in enumerate(rows):
-        n, al, i, o = _reference_graph(row, weighted)
-        assert nodes[b].tolist() == n and alias[b].tolist() == al, row
+        ref_nodes, al, i, o = _reference_graph(row, n, weighted)
+        assert nodes[b].tolist() == ref_nodes and alias[b].tolist() == al, row
         np.testing.assert_allclose(a_in[b].numpy(), i, atol=1e-7)
         np.testing.assert_allclose(a_out[b].numpy(), o, atol=1e-7)
 

@@ -2,11 +2,12 @@
 prefix becomes a directed item-transition graph, a gated GNN updates the item nodes, and an
 attention readout turns them into the sample's representation, scored against every item.
 
-* **Graph** (DIPSGNN Eq. 4): nodes are the distinct items of the prefix; ``A_out[i, j]`` is the
-  number of transitions i -> j divided by i's out-degree, ``A_in[i, j]`` the number of j -> i
-  divided by i's in-degree (``weighted=False``: 0/1 edges as in SR-GNN's reference code).
-  Built for the whole batch at once: a per-row sort finds the distinct items, one
-  ``scatter_add`` counts the transitions into a (B, L, L) tensor — no loop over users or edges.
+* **Graph** (DIPSGNN Eq. 4 with SR-GNN's normalisation): nodes are the distinct items of the
+  prefix; ``A_out[i, j]`` is the number of transitions i -> j divided by i's out-degree,
+  ``A_in[i, j]`` the number of j -> i divided by i's in-degree (``weighted=False``: 0/1 edges as in
+  SR-GNN's reference code). Built for the whole batch at once by the one graph builder
+  (:func:`privrec.privacy.graph.session_graphs`: a row sort and one bincount, no loop over users
+  or edges), (B, n, n) with n the batch's largest distinct-item count.
 * **Gated GNN** (SR-GNN Eqs. 1–5): ``a = [A_in (H W_in + b_in), A_out (H W_out + b_out)]``, then a
   GRU-style update of each node from ``a``; ``steps`` times (T, default 1). :meth:`aggregate` is
   the step DIPSGNN perturbs (clip rows, add Gaussian noise), a hook for its subclass.
@@ -26,38 +27,27 @@ import torch.nn.functional as F
 from torch import nn
 
 from privrec.models.base import NextItemModel
+from privrec.privacy.graph import session_graphs
 
 
-def session_graphs(seq: torch.Tensor, weighted: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                                                        torch.Tensor]:
-    """Graphs of a batch of front-padded prefixes ``seq`` (B, L), 0 = padding.
+def graphs(seq: torch.Tensor, weighted: bool = True, normalise: bool = True) -> tuple[torch.Tensor, torch.Tensor,
+                                                                                  torch.Tensor, torch.Tensor]:
+    """The behaviour graphs of a batch of front-padded prefixes ``seq`` (B, L), 0 = padding, from the
+    one graph builder (:func:`privrec.privacy.graph.session_graphs`, vectorised, O(B L log L)).
 
-    Returns ``nodes`` (B, L): the distinct items of each row in ascending order, 0 after them;
-    ``alias`` (B, L): the node index of each position (0 at padding — mask with ``seq > 0``);
-    ``a_in``, ``a_out`` (B, L, L): row-normalised in-/out-adjacency over the nodes (Eq. 4)."""
-    b, length = seq.shape
-    ordered, order = torch.sort(seq, dim=1)
-    real = ordered > 0
-    new = real.clone()
-    new[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]            # first occurrence of each distinct item
-    node_of_sorted = torch.cumsum(new.long(), 1) - 1            # node index along the sorted row
-    node_of_sorted = node_of_sorted.clamp_min(0)
-    alias = torch.zeros_like(seq)
-    alias.scatter_(1, order, node_of_sorted)
-    alias = alias * (seq > 0)
-    nodes = torch.zeros(b, length + 1, dtype=seq.dtype, device=seq.device)     # column L: a dump slot
-    nodes.scatter_(1, torch.where(new, node_of_sorted, length), torch.where(new, ordered, 0))
-    nodes = nodes[:, :length]
-    edge = (seq[:, :-1] > 0) & (seq[:, 1:] > 0)                 # consecutive real items: a transition
-    src, dst = alias[:, :-1], alias[:, 1:]
-    flat = (torch.arange(b, device=seq.device)[:, None] * length + src) * length + dst
-    counts = torch.zeros(b * length * length, device=seq.device)
-    counts.scatter_add_(0, flat[edge], torch.ones(int(edge.sum()), device=seq.device))
-    counts = counts.view(b, length, length)
+    Returns ``nodes`` (B, n): distinct items in first-occurrence order, 0 after them; ``alias``
+    (B, L): each position's node (0 at padding — mask with ``seq > 0``); ``a_in``, ``a_out``
+    (B, n, n): transition counts (``weighted=False``: 0/1), divided by the out-/in-degree when
+    ``normalise`` (SR-GNN, APGNN; DIPSGNN keeps raw counts, Sec. 4.2)."""
+    g = session_graphs(seq.detach().cpu().numpy())
+    a_in, a_out = g.tensors(device=seq.device)
     if not weighted:
-        counts = (counts > 0).float()
-    a_out = counts / counts.sum(2, keepdim=True).clamp_min(1)
-    a_in = counts.transpose(1, 2) / counts.sum(1).unsqueeze(2).clamp_min(1)
+        a_in, a_out = (a_in > 0).float(), (a_out > 0).float()
+    if normalise:
+        a_in = a_in / a_in.sum(2, keepdim=True).clamp_min(1)
+        a_out = a_out / a_out.sum(2, keepdim=True).clamp_min(1)
+    nodes = torch.as_tensor(g.nodes, device=seq.device)
+    alias = torch.as_tensor(g.alias, device=seq.device).clamp_min(0)
     return nodes, alias, a_in, a_out
 
 
@@ -89,7 +79,7 @@ class SRGNN(NextItemModel):
 
     def node_states(self, seq: torch.Tensor, batch: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Node states after ``steps`` gated-GNN steps (B, N, h), and the alias of each position."""
-        nodes, alias, a_in, a_out = session_graphs(seq, self.weighted)
+        nodes, alias, a_in, a_out = graphs(seq, self.weighted, normalise=True)
         h = self.item_embedding(nodes)
         b, n, d = h.shape
         for _ in range(self.steps):
