@@ -98,3 +98,64 @@ def test_prefix_task_and_bad_stride():
     assert task.stride == 1 and task.n_train_windows == task.n_train_targets == 2 + 3
     with pytest.raises(ParameterError, match="stride"):
         task_for(model, split, 7, 4, stride=2)
+
+
+# ---- APGNN and DIPSGNN (user features, clipped and noisy count aggregation)
+
+def _featured(name, **kw):
+    torch.manual_seed(0)
+    model = build(name, n_items=12, n_users=4, n_features=3, max_len=5, hidden=8, user_dim=4, **kw)
+    model.set_features(torch.tensor([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]))
+    return model
+
+
+def test_dipsgnn_aggregates_clipped_rows_over_counts_with_noise_of_std_sigma():
+    from privrec.privacy.graph import normalize_rows
+
+    model = _featured("dipsgnn", clip=0.5, sigma=0.0)
+    seq, users = torch.tensor([[0, 3, 4, 3, 5]]), torch.tensor([2])
+    nodes, _, a_in, a_out = graphs(seq, normalise=False)
+    h = model.item_embedding(nodes)
+    joint = torch.cat([h, model.user_table(model.features[users])[:, None].expand(-1, h.shape[1], -1)], -1)
+    rows = normalize_rows(joint, 0.5)
+    assert torch.allclose(rows.norm(dim=-1), torch.full((1, 3), 0.5))
+    want = torch.cat([model.edge_in(a_in @ rows), model.edge_out(a_out @ rows)], -1)
+    torch.testing.assert_close(model.aggregate(a_in, a_out, h, {"user": users}), want)
+    model.sigma = 0.3                                               # noise: N(0, sigma^2) on every entry
+    torch.manual_seed(1)
+    noisy = model.aggregate(a_in, a_out, h, {"user": users})
+    torch.manual_seed(1)
+    again = model.aggregate(a_in, a_out, h, {"user": users})
+    torch.testing.assert_close(noisy, again)                        # seeded like dropout
+    w = model.edge_in.weight                                        # noise through the linear map: std 0.3 |w_row|
+    draws = torch.stack([model.aggregate(a_in, a_out, h, {"user": users})[0, 0, :8] for _ in range(4000)])
+    np.testing.assert_allclose(draws.std(0).detach().numpy(), (0.3 * w.norm(dim=1)).detach().numpy(), rtol=0.08)
+
+
+def test_apgnn_reads_the_users_features_and_learns():
+    model = _featured("apgnn")
+    seq = torch.tensor([[0, 0, 3, 4, 5]] * 2)
+    scores = model.eval().score({"seq": seq, "user": torch.tensor([1, 2])})
+    assert not torch.allclose(scores[0], scores[1])                 # same history, other features
+    with pytest.raises(ValueError, match="shape"):
+        model.set_features(torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="NaN"):
+        model.set_features(torch.full((4, 3), float("nan")))
+    n = 12
+    rows = [[(s + j) % n + 1 for j in range(6)] for s in range(n)]
+    seqs, targets, users = [], [], []
+    for u, r in enumerate(rows):
+        for k in range(1, 6):
+            seqs.append([0] * (5 - k) + r[:k])
+            targets.append([0] * 4 + [r[k]])
+            users.append(u % 4)
+    batch = {"seq": torch.tensor(seqs), "target": torch.tensor(targets), "user": torch.tensor(users)}
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    first = float(model.loss(batch).detach())
+    for _ in range(100):
+        opt.zero_grad()
+        loss = model.loss(batch)
+        loss.backward()
+        opt.step()
+    assert float(loss.detach()) < 0.2 * first

@@ -15,7 +15,8 @@ from privrec.models import MODELS
 # DASL needs two domains' sequences (reproduce pricdsr); the matrix models train with --target
 @click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task in ("windows", "prefixes", "cloze",
                                                                                           "merged_cloze",
-                                                                                          "interactions")),
+                                                                                          "interactions")
+                                                  and not getattr(MODELS[m], "needs_features", False)),
                                            case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
 @click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw"]), default="recbole",

@@ -7,6 +7,7 @@ from privrec.models.base import NextItemModel, Recommender
 from privrec.models.bert4rec import BERT4Rec, MergedBERT4Rec
 from privrec.models.dasl import DASL
 from privrec.models.ddtcdr import DDTCDR
+from privrec.models.dipsgnn import APGNN, DIPSGNN
 from privrec.models.gru4rec import GRU4Rec
 from privrec.models.heterocdr import HeteroCDR
 from privrec.models.mf import BPRMF, DMF, NeuMF
@@ -16,7 +17,7 @@ from privrec.models.srgnn import SRGNN
 MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "bert4rec": BERT4Rec,
                                      "rr-bert4rec": MergedBERT4Rec, "dasl": DASL, "bpr": BPRMF, "neumf": NeuMF,
                                      "dmf": DMF, "heterocdr": HeteroCDR, "ddtcdr": DDTCDR,
-                                     "srgnn": SRGNN}
+                                     "srgnn": SRGNN, "apgnn": APGNN, "dipsgnn": DIPSGNN}
 
 
 def check_config(cls: type[Recommender], config: dict) -> None:
@@ -69,4 +70,4 @@ def build_on(name: str, train_inputs, **config) -> Recommender:
     return cls.learn(train_inputs, **config)
 
 
-__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec", "SRGNN"]
+__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec", "SRGNN", "APGNN", "DIPSGNN"]

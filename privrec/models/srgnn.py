@@ -54,6 +54,7 @@ def graphs(seq: torch.Tensor, weighted: bool = True, normalise: bool = True) -> 
 class SRGNN(NextItemModel):
     name = "srgnn"
     task = "prefixes"
+    normalise_graph = True              # divide counts by the degree (SR-GNN); DIPSGNN keeps counts
 
     def __init__(self, n_items: int, max_len: int = 50, hidden: int = 100, steps: int = 1, weighted: bool = True):
         super().__init__()
@@ -79,7 +80,7 @@ class SRGNN(NextItemModel):
 
     def node_states(self, seq: torch.Tensor, batch: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Node states after ``steps`` gated-GNN steps (B, N, h), and the alias of each position."""
-        nodes, alias, a_in, a_out = graphs(seq, self.weighted, normalise=True)
+        nodes, alias, a_in, a_out = graphs(seq, self.weighted, normalise=self.normalise_graph)
         h = self.item_embedding(nodes)
         b, n, d = h.shape
         for _ in range(self.steps):
@@ -97,7 +98,12 @@ class SRGNN(NextItemModel):
         last = states[:, -1]                                      # front padding: the newest item is last
         alpha = self.q(torch.sigmoid(self.w1(last).unsqueeze(1) + self.w2(states)))
         glob = (alpha * states * mask).sum(1)
-        return self.w3(torch.cat([last, glob], -1))
+        user = self.user_vector(batch)
+        return self.w3(torch.cat([last, glob] + ([] if user is None else [user]), -1))
+
+    def user_vector(self, batch: dict | None) -> torch.Tensor | None:
+        """The user side of the readout (APGNN / DIPSGNN Eq. 11); SR-GNN has none."""
+        return None
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Cross-entropy of each sample's next item (its last position's target) over all items."""

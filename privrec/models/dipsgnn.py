@@ -1,0 +1,84 @@
+"""APGNN and DIPSGNN (Hu & Fang, Sec. 4.2–4.4): SR-GNN whose node updates read the user too.
+
+* **User embedding** (Eq. 5): ``e_u = x_u E_U``, ``x_u`` the user's encoded features (a buffer set
+  with :meth:`APGNN.set_features`: the true features for APGNN, their ε₁-LDP release —
+  :func:`privrec.privacy.features.perturb_features` — for DIPSGNN; all-zero rows give the "-U"
+  ablations), ``E_U`` a (d₀ × d′) matrix.
+* **Joint node rows** (Alg. 4 line 5): ``h_i = e_i ⊕ e_u`` (d + d′), aggregated over the graph,
+  then ``a_i = (Ĥ_in W_in)_i + b_in ⊕ (Ĥ_out W_out)_i + b_out`` with ``W ∈ R^{(d+d′)×d}`` and a
+  GRU update of ``e_i`` (Eqs. 8–9); ``e_u`` itself is not updated (the paper: "implicitly").
+* **DIPSGNN's aggregation** (Eqs. 6–7): rows of the joint matrix rescaled to norm C, *count*
+  adjacency (no degree normalisation, Sec. 4.2), and N(0, σ² I) added to both aggregates at every
+  step of every forward pass — in training and in evaluation, since recommendations are what
+  an attacker sees (:func:`privrec.privacy.graph.dipsgnn_step`; noise from the global torch
+  generator, seeded like dropout). APGNN: degree-normalised adjacency, no clipping, no noise.
+* **Readout** (Eqs. 10–11): ``z_u = W3 (z_g ⊕ z_l ⊕ e_u)``, scores ``z_u · e_j`` (Eq. 12).
+
+What one training run spends is not the model's business: the experiment composes every noisy
+aggregation a user's graph goes through (:func:`privrec.privacy.graph.guarantee`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from privrec.models.srgnn import SRGNN
+from privrec.privacy.graph import dipsgnn_step
+
+
+class APGNN(SRGNN):
+    name = "apgnn"
+    needs_features = True               # trained where user features are wired in (not yet by `privrec train`)
+
+    def __init__(self, n_items: int, n_users: int, n_features: int, max_len: int = 50, hidden: int = 100,
+                 user_dim: int = 50, steps: int = 1, weighted: bool = True):
+        super().__init__(n_items, max_len, hidden, steps, weighted)
+        self._config.update(n_users=n_users, n_features=n_features, user_dim=user_dim)
+        self.register_buffer("features", torch.zeros(n_users, n_features))
+        self.user_table = nn.Linear(n_features, user_dim, bias=False)          # E_U
+        self.edge_in, self.edge_out = nn.Linear(hidden + user_dim, hidden), nn.Linear(hidden + user_dim, hidden)
+        self.w3 = nn.Linear(2 * hidden + user_dim, hidden, bias=False)
+        std = 1.0 / hidden ** 0.5
+        for module in (self.user_table, self.edge_in, self.edge_out, self.w3):
+            for p in module.parameters():
+                nn.init.uniform_(p, -std, std)
+
+    def set_features(self, features: torch.Tensor) -> None:
+        """Each user's encoded feature row (n_users, d₀), row 0 for padding; true or LDP-released."""
+        if tuple(features.shape) != tuple(self.features.shape):
+            raise ValueError(f"features must have shape {tuple(self.features.shape)}, got {tuple(features.shape)}")
+        if not bool(torch.isfinite(features).all()):
+            raise ValueError("features contain NaN or infinity")
+        self.features.copy_(features)
+
+    def user_vector(self, batch: dict | None) -> torch.Tensor:
+        if batch is None or "user" not in batch:
+            raise ValueError(f"{type(self).__name__} needs the batch's user ids (batch['user'])")
+        return self.user_table(self.features[batch["user"]])
+
+    def joint(self, h: torch.Tensor, batch: dict | None) -> torch.Tensor:
+        """``h_i ⊕ e_u`` for every node of every row, (B, n, d + d′)."""
+        user = self.user_vector(batch)
+        return torch.cat([h, user[:, None, :].expand(-1, h.shape[1], -1)], -1)
+
+    def aggregate(self, a_in, a_out, h, batch=None):
+        hj = self.joint(h, batch)
+        return torch.cat([self.edge_in(torch.bmm(a_in, hj)), self.edge_out(torch.bmm(a_out, hj))], -1)
+
+
+class DIPSGNN(APGNN):
+    name = "dipsgnn"
+    normalise_graph = False             # Sec. 4.2: count adjacency, so one transition moves one entry
+
+    def __init__(self, n_items: int, n_users: int, n_features: int, max_len: int = 50, hidden: int = 100,
+                 user_dim: int = 50, steps: int = 1, clip: float = 0.2, sigma: float = 0.228):
+        super().__init__(n_items, n_users, n_features, max_len, hidden, user_dim, steps, weighted=True)
+        self._config.update(clip=clip, sigma=sigma)
+        del self._config["weighted"]
+        self.clip, self.sigma = float(clip), float(sigma)
+
+    def aggregate(self, a_in, a_out, h, batch=None):
+        """Alg. 4 lines 5–11: joint rows clipped to norm C, noisy in- and out-sums, linear maps."""
+        h_in, h_out = dipsgnn_step(a_in, a_out, self.joint(h, batch), self.clip, self.sigma, torch.default_generator)
+        return torch.cat([self.edge_in(h_in), self.edge_out(h_out)], -1)
