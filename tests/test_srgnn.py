@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -159,3 +160,57 @@ def test_apgnn_reads_the_users_features_and_learns():
         loss.backward()
         opt.step()
     assert float(loss.detach()) < 0.2 * first
+
+
+def _featured_data():
+    from conftest import make_frame
+
+    from privrec.data.interactions import Interactions
+    from privrec.data.sequences import to_sequences
+    from privrec.data.splits import leave_one_out
+
+    frame = make_frame(n_users=24, n_items=30, per_user=10)
+    users = sorted(frame.user_id.unique())
+    rng = np.random.default_rng(0)
+    feats = pd.DataFrame({"user_id": users, "age": rng.choice([1, 18, 25, 35], len(users)).astype(float),
+                          "gender": rng.choice(["F", "M"], len(users)),
+                          "occupation": rng.integers(0, 21, len(users)).astype(float)})
+    inter = Interactions.from_frame(frame, user_features=feats)
+    return inter, leave_one_out(to_sequences(inter))
+
+
+@pytest.mark.parametrize("model", ["apgnn", "dipsgnn"])
+def test_sequential_run_sets_features_and_states_the_guarantees(model):
+    from privrec.experiments.sequential import SequentialConfig, run
+    from privrec.training.trainer import TrainConfig
+
+    cfg = SequentialConfig(dataset="tiny", model=model, max_len=8, model_config={"hidden": 8, "user_dim": 4},
+                           train=TrainConfig(epochs=2, batch_size=64, progress=False),
+                           epsilon1=20.0 if model == "dipsgnn" else None)
+    res = run(cfg, log=lambda m: None, data=_featured_data())
+    run0 = res["runs"][0]
+    if model == "dipsgnn":
+        g = run0["graph_guarantee"]
+        epochs = run0["fit"]["epochs_run"]
+        assert g["parameters"]["passes"] == epochs * (8 - 1) + epochs + 1    # sequences of 8 train items here
+        assert g["epsilon"] > g["paper_claim"]["epsilon"] > 0                  # every pass composed
+        assert res["feature_guarantee"]["epsilon"] == pytest.approx(20.0)
+        from privrec.experiments.sequential import markdown
+
+        assert "noisy aggregation: true epsilon" in markdown(res) and "epsilon1 = 20" in markdown(res)
+    else:
+        assert "graph_guarantee" not in run0 and "feature_guarantee" not in res
+
+
+def test_feature_models_need_features_and_epsilon1_needs_them():
+    from privrec.errors import ParameterError
+    from privrec.experiments.sequential import SequentialConfig, run
+
+    inter, split = _featured_data()
+    with pytest.raises(ParameterError, match="epsilon1"):
+        run(SequentialConfig(dataset="tiny", model="srgnn", epsilon1=20.0), log=lambda m: None, data=(inter, split))
+    from dataclasses import replace
+
+    bare = replace(inter, user_features=None)
+    with pytest.raises(ParameterError, match="user features"):
+        run(SequentialConfig(dataset="tiny", model="apgnn"), log=lambda m: None, data=(bare, split))

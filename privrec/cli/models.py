@@ -15,8 +15,7 @@ from privrec.models import MODELS
 # DASL needs two domains' sequences (reproduce pricdsr); the matrix models train with --target
 @click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task in ("windows", "prefixes", "cloze",
                                                                                           "merged_cloze",
-                                                                                          "interactions")
-                                                  and not getattr(MODELS[m], "needs_features", False)),
+                                                                                          "interactions")),
                                            case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
 @click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw"]), default="recbole",
@@ -59,6 +58,11 @@ from privrec.models import MODELS
 @click.option("--release-seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="With --epsilon: seed of the one release every training seed reads (recorded in the certificate).")
 @eval_options
+@click.option("--epsilon1", type=float, default=None,
+              help="apgnn/dipsgnn: the user features go through epsilon1-LDP first (DIPSGNN's piecewise + OUE; "
+                   "the paper: 20); default the true features. dipsgnn's noise: --set sigma=0.228 --set clip=0.2.")
+@click.option("--delta", type=float, default=1e-6, show_default=True,
+              help="dipsgnn: delta of the graph guarantee, composed over every noisy aggregation of the run.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder (default runs/<model>-<dataset>).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
@@ -70,7 +74,7 @@ from privrec.models import MODELS
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
 def train(model, dataset, protocol, split, max_len, window, stride, epochs, batch_size, lr, patience, select_metric,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
-          mask_history, ks, out, quiet, target, source) -> None:
+          mask_history, ks, epsilon1, delta, out, quiet, target, source) -> None:
     """Train MODEL with early stopping on validation; test once; write a report and checkpoints.
 
     rr-bert4rec is BERT4Rec over items plus frequent item pairs merged on the histories it reads
@@ -106,6 +110,7 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
                           select_metric=select_metric, device=device, progress=not quiet),
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
         epsilon=epsilon, alternatives=alternatives, short=short, release_seed=release_seed,
+        epsilon1=epsilon1, delta=delta,
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
     check_replaceable(out_dir, "report folder")      # before hours of training, not after: never delete user files

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from privrec.data.interactions import Interactions
 from privrec.data.preprocess import Preprocessing, preprocess
 from privrec.data.sequences import to_sequences
@@ -70,6 +72,10 @@ class SequentialConfig:
     alternatives: str = "injective"     # the alternative map (experiments.rr_release.ALTERNATIVES)
     short: str = "refuse"               # users outside Thm 3.1 (keep < 1/2): refuse, or publish as the paper
     release_seed: int = 0               # the one release every training seed reads
+    # APGNN / DIPSGNN: user features through epsilon1-LDP first (None: the true features); delta of DIPSGNN's
+    # graph guarantee (composed over every noisy aggregation of the run)
+    epsilon1: float | None = None
+    delta: float = 1e-6
 
     def __post_init__(self) -> None:
         from privrec.experiments.rr_release import ALTERNATIVES
@@ -78,6 +84,11 @@ class SequentialConfig:
 
         if self.epsilon is not None:
             check_epsilon(self.epsilon)
+        if self.epsilon1 is not None:
+            check_epsilon(self.epsilon1)
+        from privrec.privacy.validate import check_delta
+
+        check_delta(self.delta)
         if self.alternatives not in ALTERNATIVES:
             raise ParameterError(f"alternatives must be one of {ALTERNATIVES}, got {self.alternatives!r}")
         if self.short not in SHORT_POLICIES:
@@ -123,12 +134,18 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     private, cert = None, None
     if cfg.epsilon is not None:
         private, cert = _private(cfg, inter, split, release_dir or (out_dir and Path(out_dir) / "release"), log)
+    features, feature_cert = _user_features(cfg, inter, log)
+    extra = {} if features is None else {"n_users": inter.n_users + 1, "n_features": features.shape[1]}
     task = None
     runs = []
     for seed in cfg.seeds:
         seed_torch(seed)
         model = build_on(cfg.model, split.train if private is None else private.train, n_items=inter.n_items,
-                         max_len=cfg.max_len, **cfg.resolved_model_config())
+                         max_len=cfg.max_len, **extra, **cfg.resolved_model_config())
+        if features is not None:
+            import torch
+
+            model.set_features(torch.from_numpy(features))
         if task is None or cfg.model == "rr-bert4rec":    # the model decides how it is trained (windows, cloze)
             task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode, stride=cfg.stride,
                             private=private)
@@ -139,6 +156,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         log(f"[{cfg.model} seed {seed}] best epoch {fit.best_epoch}; test " +
             "  ".join(f"{k} {v:.4f}" for k, v in test.metrics.items() if k.endswith("@10")))
         run_result = {"seed": seed, "fit": fit.to_dict(), "test": test.to_dict()}
+        if getattr(model, "sigma", None) is not None:
+            run_result["graph_guarantee"] = _graph_guarantee(model, cfg, split, fit.epochs_run).to_dict()
         if out_dir is not None:
             ckpt = Path(out_dir) / f"{cfg.model}-seed{seed}.pt"
             # a private model only knows the published histories (the held-out items are never published)
@@ -159,10 +178,49 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         "seconds": round(time.perf_counter() - t0, 1),
         "environment": environment(),
     }
+    if feature_cert is not None:
+        result["feature_guarantee"] = feature_cert.to_dict()
     if cert is not None:
         result["privacy"] = {"summary": cert["summary"], "guarantee": cert["guarantee"], "input": cert["input"],
                              "published_users": private.n_published}
     return result
+
+
+def _user_features(cfg: SequentialConfig, inter: Interactions, log):
+    """(users + 1, d0) encoded user features for a model that reads them (row 0 padding), through
+    epsilon1-LDP when ``cfg.epsilon1`` is set, and that release's guarantee; (None, None) otherwise."""
+    from privrec.models import MODELS
+    from privrec.privacy import features as F
+    from privrec.release.publish import perturb_user_features
+
+    if not getattr(MODELS.get(cfg.model), "needs_features", False):
+        if cfg.epsilon1 is not None:
+            raise ParameterError(f"--epsilon1 is for the models that read user features (apgnn, dipsgnn), not "
+                                 f"{cfg.model}")
+        return None, None
+    if inter.user_features is None:
+        raise ParameterError(f"{cfg.model} reads user features, and {cfg.dataset} has none (a .user file with "
+                             "age/gender/occupation); use srgnn")
+    frame = inter.user_features.reindex(range(1, inter.n_users + 1))
+    if cfg.epsilon1 is None:
+        encoded, g = F.encode_features(frame, F.movielens_schema(frame)), None
+    else:
+        encoded, g, _ = perturb_user_features(frame, cfg.epsilon1, np.random.default_rng([cfg.release_seed, 11]))
+        log(f"user features through epsilon1 = {cfg.epsilon1:g} LDP: {g.summary().splitlines()[0]}")
+    out = np.zeros((inter.n_users + 1, encoded.shape[1]), dtype=np.float32)
+    out[1:] = encoded
+    return out, g
+
+
+def _graph_guarantee(model, cfg: SequentialConfig, split: Split, epochs: int):
+    """DIPSGNN's honest (epsilon, delta) over the run: every noisy aggregation that read a protected
+    transition. Per epoch a transition lies in at most min(max_len, longest sequence) - 1 training
+    prefixes, plus one validation pass per epoch and the test pass."""
+    from privrec.privacy.graph import guarantee
+
+    longest = int(split.train.lengths.max()) if len(split.train.lengths) else 1
+    passes = epochs * max(min(cfg.max_len, longest) - 1, 1) + epochs + 1
+    return guarantee(model.sigma, model.clip, model.steps, passes, cfg.delta)
 
 
 def _private(cfg: SequentialConfig, inter: Interactions, split: Split, folder: Path | None, log):
@@ -235,6 +293,16 @@ def markdown(result: dict) -> str:
         lines.append(f"| {r['seed']} | {r['fit']['best_epoch']} | {r['fit']['epochs_run']} | "
                      f"{r['fit']['seconds_per_epoch']:.1f} | {m.get('ndcg@10', float('nan')):.4f} | "
                      f"{m.get('hr@10', float('nan')):.4f} |")
+    if result.get("feature_guarantee"):
+        g = result["feature_guarantee"]
+        lines += ["", f"User features: {g['definition']}, epsilon1 = {g['epsilon']:g} ({g['unit_of_privacy']})."]
+    for r in result["runs"]:
+        if r.get("graph_guarantee"):
+            g, claim = r["graph_guarantee"], r["graph_guarantee"].get("paper_claim", {})
+            lines += ["", f"Seed {r['seed']}, noisy aggregation: true epsilon {g['epsilon']:.4g} at delta {g['delta']:g} "
+                          f"over {g['parameters']['passes']:,} passes x T = {g['parameters']['T']} "
+                          f"(the paper's per-pass epsilon2: {claim.get('epsilon', float('nan')):.4g}); unit: "
+                          f"{g['unit_of_privacy']}."]
     env = result["environment"]
     lines += ["", f"privrec {env['privrec']} (git {env['git_commit']}), torch {env['torch']}, numpy {env['numpy']}, "
                   f"Python {env['python']}; total {result['seconds']} s."]

@@ -29,7 +29,7 @@ from privrec.privacy.graph import dipsgnn_step
 
 class APGNN(SRGNN):
     name = "apgnn"
-    needs_features = True               # trained where user features are wired in (not yet by `privrec train`)
+    needs_features = True               # the trainer sets its feature buffer (true or epsilon1-LDP features)
 
     def __init__(self, n_items: int, n_users: int, n_features: int, max_len: int = 50, hidden: int = 100,
                  user_dim: int = 50, steps: int = 1, weighted: bool = True):
