@@ -74,6 +74,21 @@ def tiny_inter_file(tmp_path, tiny_frame) -> Path:
     return path
 
 
+def loss_drop(model, batch: dict, steps: int, lr: float = 0.01) -> tuple[float, float]:
+    """Adam on one fixed batch for ``steps`` steps: (first loss, last loss)."""
+    import torch
+
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    first = last = float("nan")
+    for i in range(steps):
+        opt.zero_grad()
+        loss = model.loss(batch)
+        loss.backward()
+        opt.step()
+        first, last = (float(loss.detach()) if i == 0 else first), float(loss.detach())
+    return first, last
+
+
 def fit_steps(model, task, epochs: int, lr: float = 3e-3, batch_size: int = 32, seed: int = 0) -> None:
     """A bare Adam loop over a task's training batches (tiny known-answer model tests)."""
     import torch

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import loss_drop
 
 from privrec.models import build
 from privrec.models.srgnn import graphs
@@ -64,25 +65,24 @@ def test_scores_shape_padding_and_prefix_only():
     torch.testing.assert_close(model.score({"seq": padded})[0], scores[0])
 
 
-def test_learns_a_successor_rule_on_prefixes():
-    torch.manual_seed(0)
-    n = 20
-    rows = [[(s + j) % n + 1 for j in range(6)] for s in range(n)]
-    seqs, targets = [], []
-    for r in rows:                                                    # every prefix a sample
+def _successor_prefixes(n: int, n_users: int = 1) -> dict:
+    """Every prefix (up to 5 items) of n cyclic runs i, i+1, ...: one sample each, next item as label."""
+    seqs, targets, users = [], [], []
+    for s in range(n):
+        r = [(s + j) % n + 1 for j in range(6)]
         for k in range(1, 6):
             seqs.append([0] * (5 - k) + r[:k])
             targets.append([0] * 4 + [r[k]])
-    batch = {"seq": torch.tensor(seqs), "target": torch.tensor(targets)}
-    model = build("srgnn", n_items=n, max_len=5, hidden=32)
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    first = float(model.loss(batch).detach())
-    for _ in range(100):
-        opt.zero_grad()
-        loss = model.loss(batch)
-        loss.backward()
-        opt.step()
-    assert float(loss.detach()) < 0.2 * first
+            users.append(s % n_users)
+    return {"seq": torch.tensor(seqs), "target": torch.tensor(targets), "user": torch.tensor(users)}
+
+
+def test_learns_a_successor_rule_on_prefixes():
+    torch.manual_seed(0)
+    batch = _successor_prefixes(20)
+    model = build("srgnn", n_items=20, max_len=5, hidden=32)
+    first, last = loss_drop(model, batch, 100)
+    assert last < 0.2 * first
     hits = (model.eval().score(batch).argmax(1) == batch["target"][:, -1]).float().mean()
     assert hits > 0.9
 
@@ -142,24 +142,9 @@ def test_apgnn_reads_the_users_features_and_learns():
         model.set_features(torch.zeros(3, 3))
     with pytest.raises(ValueError, match="NaN"):
         model.set_features(torch.full((4, 3), float("nan")))
-    n = 12
-    rows = [[(s + j) % n + 1 for j in range(6)] for s in range(n)]
-    seqs, targets, users = [], [], []
-    for u, r in enumerate(rows):
-        for k in range(1, 6):
-            seqs.append([0] * (5 - k) + r[:k])
-            targets.append([0] * 4 + [r[k]])
-            users.append(u % 4)
-    batch = {"seq": torch.tensor(seqs), "target": torch.tensor(targets), "user": torch.tensor(users)}
     model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    first = float(model.loss(batch).detach())
-    for _ in range(100):
-        opt.zero_grad()
-        loss = model.loss(batch)
-        loss.backward()
-        opt.step()
-    assert float(loss.detach()) < 0.2 * first
+    first, last = loss_drop(model, _successor_prefixes(12, n_users=4), 100)
+    assert last < 0.2 * first
 
 
 def _featured_data():
