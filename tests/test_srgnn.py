@@ -199,3 +199,36 @@ def test_feature_models_need_features_and_epsilon1_needs_them():
     bare = replace(inter, user_features=None)
     with pytest.raises(ParameterError, match="user features"):
         run(SequentialConfig(dataset="tiny", model="apgnn"), log=lambda m: None, data=(bare, split))
+
+
+def test_gated_update_equals_grucell():
+    from privrec.models.srgnn import GatedUpdate
+
+    torch.manual_seed(0)
+    cell, mine = torch.nn.GRUCell(6, 4), GatedUpdate(6, 4)
+    with torch.no_grad():
+        mine.input_map.weight.copy_(cell.weight_ih)
+        mine.input_map.bias.copy_(cell.bias_ih)
+        mine.hidden_map.weight.copy_(cell.weight_hh)
+        mine.hidden_map.bias.copy_(cell.bias_hh)
+    a, h = torch.randn(3, 5, 6), torch.randn(3, 5, 4)
+    torch.testing.assert_close(mine(a, h), cell(a.reshape(15, 6), h.reshape(15, 4)).view(3, 5, 4))
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")    # item ids need no gradient
+def test_opacus_per_sample_gradients_of_srgnn_are_each_samples_own():
+    """The DP-SGD baseline clips per-sample gradients: Opacus' hooks must see one sample per batch row."""
+    opacus = pytest.importorskip("opacus")
+    torch.manual_seed(0)
+    model = build("srgnn", n_items=12, max_len=5, hidden=8)
+    batch = _successor_prefixes(12)
+    rows = [0, 3, 7]
+    sub = {k: v[rows] for k, v in batch.items()}
+    opacus.GradSampleModule(model, loss_reduction="mean")        # hooks on every layer, the tied table included
+    model.loss(sub).backward()
+    per_sample = {n: p.grad_sample.clone() for n, p in model.named_parameters()}
+    assert set(per_sample) == {n for n, _ in model.named_parameters()}
+    for i, r in enumerate(rows):                                  # = the gradient of that sample's own loss
+        grads = torch.autograd.grad(model.loss({k: v[[r]] for k, v in batch.items()}), list(model.parameters()))
+        for (n, _), g in zip(model.named_parameters(), grads):
+            torch.testing.assert_close(per_sample[n][i], g, atol=1e-5, rtol=1e-4)

@@ -51,6 +51,24 @@ def graphs(seq: torch.Tensor, weighted: bool = True, normalise: bool = True) -> 
     return nodes, alias, a_in, a_out
 
 
+class GatedUpdate(nn.Module):
+    """SR-GNN's node update (Eq. 5; the GRU equations, as its reference code writes them) over
+    (B, n, ·) tensors with two ``nn.Linear`` layers, so the batch stays the leading axis — what a
+    per-sample-gradient engine (Opacus, for the DP-SGD baseline) needs; ``nn.GRUCell`` would see
+    B x n rows. Same numbers as ``nn.GRUCell`` given its weights (tested)."""
+
+    def __init__(self, input_size: int, hidden: int):
+        super().__init__()
+        self.input_map, self.hidden_map = nn.Linear(input_size, 3 * hidden), nn.Linear(hidden, 3 * hidden)
+
+    def forward(self, a: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        i_r, i_z, i_n = self.input_map(a).chunk(3, -1)
+        h_r, h_z, h_n = self.hidden_map(h).chunk(3, -1)
+        reset, update = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+        new = torch.tanh(i_n + reset * h_n)
+        return new + update * (h - new)
+
+
 class SRGNN(NextItemModel):
     name = "srgnn"
     task = "prefixes"
@@ -62,10 +80,12 @@ class SRGNN(NextItemModel):
         self.max_len, self.steps, self.weighted = max_len, steps, weighted
         self.item_embedding = nn.Embedding(n_items + 1, hidden, padding_idx=0)
         self.edge_in, self.edge_out = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
-        self.cell = nn.GRUCell(2 * hidden, hidden)               # SR-GNN's gates: W_z, W_r, W_o over [a; h]
+        self.cell = GatedUpdate(2 * hidden, hidden)              # SR-GNN's gates: W_z, W_r, W_o over [a; h]
         self.w1, self.w2 = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden, bias=False)
         self.q = nn.Linear(hidden, 1, bias=False)
         self.w3 = nn.Linear(2 * hidden, hidden, bias=False)
+        self.output = nn.Linear(hidden, n_items + 1, bias=False)   # scores s_h . v_j: the item table, tied
+        self.output.weight = self.item_embedding.weight           # (a module, so Opacus sees both uses)
         std = 1.0 / math.sqrt(hidden)                             # SR-GNN's initialisation
         for p in self.parameters():
             nn.init.uniform_(p, -std, std)
@@ -82,10 +102,8 @@ class SRGNN(NextItemModel):
         """Node states after ``steps`` gated-GNN steps (B, N, h), and the alias of each position."""
         nodes, alias, a_in, a_out = graphs(seq, self.weighted, normalise=self.normalise_graph)
         h = self.item_embedding(nodes)
-        b, n, d = h.shape
         for _ in range(self.steps):
-            a = self.aggregate(a_in, a_out, h, batch)
-            h = self.cell(a.reshape(b * n, -1), h.reshape(b * n, d)).view(b, n, d)
+            h = self.cell(self.aggregate(a_in, a_out, h, batch), h)
         return h, alias
 
     def session(self, seq: torch.Tensor, batch: dict | None = None) -> torch.Tensor:
@@ -100,6 +118,10 @@ class SRGNN(NextItemModel):
         glob = (alpha * states * mask).sum(1)
         user = self.user_vector(batch)
         return self.w3(torch.cat([last, glob] + ([] if user is None else [user]), -1))
+
+    def logits(self, states: torch.Tensor) -> torch.Tensor:
+        pad = torch.zeros(1, dtype=torch.long, device=states.device)    # never predict padding (out of place:
+        return self.output(states).index_fill(-1, pad, -torch.inf)    # Opacus wraps the output in a hook)
 
     def user_vector(self, batch: dict | None) -> torch.Tensor | None:
         """The user side of the readout (APGNN / DIPSGNN Eq. 11); SR-GNN has none."""
