@@ -10,8 +10,8 @@
 * **DIPSGNN's aggregation** (Eqs. 6–7): rows of the joint matrix rescaled to norm C, *count*
   adjacency (no degree normalisation, Sec. 4.2), and N(0, σ² I) added to both aggregates at every
   step of every forward pass — in training and in evaluation, since recommendations are what
-  an attacker sees (:func:`privrec.privacy.graph.dipsgnn_step`; noise from the global torch
-  generator, seeded like dropout). APGNN: degree-normalised adjacency, no clipping, no noise.
+  an attacker sees (:func:`privrec.privacy.graph.dipsgnn_step`; noise from the model's own
+  generator, saved with its weights). APGNN: degree-normalised adjacency, no clipping, no noise.
 * **Readout** (Eqs. 10–11): ``z_u = W3 (z_g ⊕ z_l ⊕ e_u)``, scores ``z_u · e_j`` (Eq. 12).
 
 What one training run spends is not the model's business: the experiment composes every noisy
@@ -77,8 +77,17 @@ class DIPSGNN(APGNN):
         self._config.update(clip=clip, sigma=sigma)
         del self._config["weighted"]
         self.clip, self.sigma = float(clip), float(sigma)
+        # the aggregation noise has its own generator, seeded from torch's (so by the training seed) and saved
+        # with the weights (get_extra_state): a resumed run replays exactly the noise it would have drawn
+        self.noise = torch.Generator().manual_seed(int(torch.randint(2 ** 62, (1,))))
+
+    def get_extra_state(self) -> dict:
+        return {"noise_generator": self.noise.get_state()}
+
+    def set_extra_state(self, state: dict) -> None:
+        self.noise.set_state(state["noise_generator"])
 
     def aggregate(self, a_in, a_out, h, batch=None):
         """Alg. 4 lines 5–11: joint rows clipped to norm C, noisy in- and out-sums, linear maps."""
-        h_in, h_out = dipsgnn_step(a_in, a_out, self.joint(h, batch), self.clip, self.sigma, torch.default_generator)
+        h_in, h_out = dipsgnn_step(a_in, a_out, self.joint(h, batch), self.clip, self.sigma, self.noise)
         return torch.cat([self.edge_in(h_in), self.edge_out(h_out)], -1)
