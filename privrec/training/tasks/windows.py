@@ -120,13 +120,20 @@ class SequenceTask(HistoryBatches):
                 f"{self.mean_context:.1f} items{filtered})")
 
     # ---- training
+    @property
+    def n_train_samples(self) -> int:
+        return len(self._inputs)
+
+    def train_batch(self, idx: np.ndarray) -> dict[str, torch.Tensor]:
+        """The training windows ``idx`` as one batch."""
+        return {"seq": torch.from_numpy(self._inputs[idx].astype(np.int64)),
+                "target": torch.from_numpy(self._targets[idx].astype(np.int64)),
+                "user": torch.from_numpy(self._users[idx])}
+
     def train_batches(self, batch_size: int, rng: np.random.Generator) -> Iterator[dict[str, torch.Tensor]]:
         order = rng.permutation(len(self._inputs))
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
-            yield {"seq": torch.from_numpy(self._inputs[idx].astype(np.int64)),
-                   "target": torch.from_numpy(self._targets[idx].astype(np.int64)),
-                   "user": torch.from_numpy(self._users[idx])}
+            yield self.train_batch(order[start:start + batch_size])
 
     def n_train_batches(self, batch_size: int) -> int:
         return -(-len(self._inputs) // batch_size)

@@ -1,0 +1,88 @@
+"""DP-SGD baseline: Poisson batches, calibration, and Opacus' clipped + noised step on SR-GNN."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from privrec.errors import ParameterError
+from privrec.training import dpsgd as D
+
+pytest.importorskip("opacus")
+
+
+def _task():
+    from privrec.data.sequences import Sequences
+    from privrec.data.splits import leave_one_out
+    from privrec.training.tasks import SequenceTask
+
+    rows = [[]] + [[(u + j) % 15 + 1 for j in range(8)] for u in range(30)]
+    return SequenceTask(leave_one_out(Sequences.from_rows(rows)), 15, max_len=5, stride=1)
+
+
+def test_poisson_batches_have_the_expected_size_and_are_seeded():
+    task = D.PoissonTask(_task(), 0.1)
+    assert task.n == task.task.n_train_samples == 30 * 5 and task.steps_per_epoch == 10
+    sizes = [len(b["seq"]) for _ in range(40) for b in task.train_batches(0, np.random.default_rng(_))]
+    assert abs(np.mean(sizes) - 15) < 1.0                                 # q n = 15
+    a = [b["seq"] for b in task.train_batches(0, np.random.default_rng(3))]
+    b = [b["seq"] for b in task.train_batches(0, np.random.default_rng(3))]
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    with pytest.raises(ParameterError):
+        D.PoissonTask(_task(), 0.0)
+
+
+def test_calibration_meets_the_target_and_more_steps_cost_more():
+    z = D.calibrate_noise(2.0, 1e-5, 0.01, 1000)
+    assert D.dpsgd_epsilon(z, 0.01, 1000, 1e-5) <= 2.0 < D.dpsgd_epsilon(z * 0.97, 0.01, 1000, 1e-5)
+    assert D.dpsgd_epsilon(z, 0.01, 4000, 1e-5) > 2.0
+    g = D.guarantee(z, 0.01, 1000, 1e-5, 1.0)
+    assert g.epsilon == pytest.approx(D.dpsgd_epsilon(z, 0.01, 1000, 1e-5)) and "group privacy" in g.unit
+    for bad in (dict(), dict(noise_multiplier=1.0, epsilon=1.0), dict(noise_multiplier=-1.0),
+                dict(epsilon=1.0, max_grad_norm=0.0), dict(epsilon=1.0, delta=1.5)):
+        with pytest.raises(ParameterError):
+            D.DPSGDConfig(**bad)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_a_private_step_adds_the_mean_of_clipped_per_sample_gradients():
+    from privrec.models import build
+
+    torch.manual_seed(0)
+    model = build("srgnn", n_items=15, max_len=5, hidden=8)
+    task = _task()
+    batch = task.train_batch(np.arange(6))
+    per_sample = []
+    for i in range(6):                                                    # each sample's own gradient, clipped
+        grads = torch.autograd.grad(model.loss({k: v[[i]] for k, v in batch.items()}), list(model.parameters()))
+        norm = torch.sqrt(sum(g.pow(2).sum() for g in grads))
+        per_sample.append([g * min(1.0, 0.05 / float(norm)) for g in grads])
+    want = [sum(gs) / 6 for gs in zip(*per_sample)]
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = D.make_private(model, torch.optim.SGD(model.parameters(), lr=1.0), noise_multiplier=0.0,
+                         max_grad_norm=0.05, expected_batch_size=6)
+    opt.zero_grad()
+    model.loss(batch).backward()
+    opt.step()
+    for p, b, w in zip(model.parameters(), before, want):
+        torch.testing.assert_close(b - p.detach(), w, atol=1e-6, rtol=1e-4)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_the_trainer_runs_dpsgd_with_poisson_batches():
+    from privrec.evaluation.evaluator import EvalConfig
+    from privrec.models import build
+    from privrec.training.trainer import TrainConfig, Trainer, adam
+
+    torch.manual_seed(0)
+    model = build("srgnn", n_items=15, max_len=5, hidden=8)
+    task = D.PoissonTask(_task(), 0.2)
+    z = D.calibrate_noise(8.0, 1e-5, task.sample_rate, 2 * task.steps_per_epoch)
+    cfg = TrainConfig(epochs=2, batch_size=30, lr=1e-2, patience=5, progress=False, select_metric="hr@10")
+    trainer = Trainer(model, task, cfg, EvalConfig(mode="full", ks=(10,), metrics=("hr",)),
+                      make_optimizer=lambda m, c: D.make_private(m, adam(m, c), z, 1.0, 30), log=lambda m: None)
+    fit = trainer.fit(None)
+    assert fit.epochs_run == 2
+    g = D.guarantee(z, task.sample_rate, fit.epochs_run * task.steps_per_epoch, 1e-5, 1.0)
+    assert g.epsilon <= 8.0 + 1e-9
