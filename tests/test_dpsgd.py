@@ -86,3 +86,24 @@ def test_the_trainer_runs_dpsgd_with_poisson_batches():
     assert fit.epochs_run == 2
     g = D.guarantee(z, task.sample_rate, fit.epochs_run * task.steps_per_epoch, 1e-5, 1.0)
     assert g.epsilon <= 8.0 + 1e-9
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_sequential_run_with_dpsgd_states_its_guarantee():
+    from conftest import make_frame
+
+    from privrec.data.interactions import Interactions
+    from privrec.data.sequences import to_sequences
+    from privrec.data.splits import leave_one_out
+    from privrec.experiments.sequential import SequentialConfig, markdown, run
+    from privrec.training.trainer import TrainConfig
+
+    inter = Interactions.from_frame(make_frame(n_users=24, n_items=30, per_user=10))
+    cfg = SequentialConfig(dataset="tiny", model="srgnn", max_len=6, model_config={"hidden": 8},
+                           train=TrainConfig(epochs=2, batch_size=32, progress=False), dpsgd_epsilon=4.0)
+    res = run(cfg, log=lambda m: None, data=(inter, leave_one_out(to_sequences(inter))))
+    g = res["runs"][0]["dpsgd_guarantee"]
+    assert 0 < g["epsilon"] <= 4.0 + 1e-9 and g["parameters"]["max_grad_norm"] == 1.0
+    assert "DP-SGD: epsilon" in markdown(res)
+    with pytest.raises(ParameterError):
+        SequentialConfig(dpsgd_epsilon=-1.0)

@@ -62,7 +62,12 @@ from privrec.models import MODELS
               help="apgnn/dipsgnn: the user features go through epsilon1-LDP first (DIPSGNN's piecewise + OUE; "
                    "the paper: 20); default the true features. dipsgnn's noise: --set sigma=0.228 --set clip=0.2.")
 @click.option("--delta", type=float, default=1e-6, show_default=True,
-              help="dipsgnn: delta of the graph guarantee, composed over every noisy aggregation of the run.")
+              help="delta of dipsgnn's graph guarantee and of DP-SGD's.")
+@click.option("--dpsgd-epsilon", type=float, default=None,
+              help="Train with DP-SGD (Opacus: per-sample clipping + Gaussian noise on Poisson batches of expected "
+                   "size --batch-size), noise calibrated to this epsilon over --epochs; unit: one training sample.")
+@click.option("--dpsgd-clip", type=float, default=1.0, show_default=True,
+              help="DP-SGD's per-sample gradient norm bound.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder (default runs/<model>-<dataset>).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
@@ -74,7 +79,7 @@ from privrec.models import MODELS
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
 def train(model, dataset, protocol, split, max_len, window, stride, epochs, batch_size, lr, patience, select_metric,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
-          mask_history, ks, epsilon1, delta, out, quiet, target, source) -> None:
+          mask_history, ks, epsilon1, delta, dpsgd_epsilon, dpsgd_clip, out, quiet, target, source) -> None:
     """Train MODEL with early stopping on validation; test once; write a report and checkpoints.
 
     rr-bert4rec is BERT4Rec over items plus frequent item pairs merged on the histories it reads
@@ -110,7 +115,7 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
                           select_metric=select_metric, device=device, progress=not quiet),
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
         epsilon=epsilon, alternatives=alternatives, short=short, release_seed=release_seed,
-        epsilon1=epsilon1, delta=delta,
+        epsilon1=epsilon1, delta=delta, dpsgd_epsilon=dpsgd_epsilon, dpsgd_clip=dpsgd_clip,
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
     check_replaceable(out_dir, "report folder")      # before hours of training, not after: never delete user files
