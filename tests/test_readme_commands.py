@@ -34,6 +34,10 @@ VARIANTS: dict[str, str] = {
         "train gru4rec --dataset my.inter --protocol raw --eval-mode sampled --negatives 100 --epochs 1",
     "privrec train rr-bert4rec --protocol raw --epsilon 0.01":
         "train rr-bert4rec --dataset ml-100k --protocol raw --epsilon 0.01 --epochs 1",
+    "privrec train dipsgnn --dataset ml-1m --epsilon1 20 --set sigma=0.228 --set clip=0.2":
+        "SLOW train dipsgnn --dataset ml-1m --epsilon1 20 --set sigma=0.228 --set clip=0.2 --epochs 1",
+    "privrec train srgnn --dataset ml-1m --dpsgd-epsilon 5":
+        "train srgnn --dataset ml-100k --dpsgd-epsilon 5 --epochs 1 --batch-size 1024 --set hidden=16",
     "privrec evaluate runs/sasrec-ml-1m/sasrec-seed0.pt --eval-mode sampled":
         "evaluate runs/sasrec-ml-100k/sasrec-seed0.pt --eval-mode sampled",
     "privrec recommend runs/sasrec-ml-1m/sasrec-seed0.pt --user 1m_1 -k 10":
