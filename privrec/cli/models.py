@@ -18,12 +18,13 @@ from privrec.models import MODELS
                                                                                           "interactions")),
                                            case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
-@click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw"]), default="recbole",
+@click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw", "dipsgnn"]), default="recbole",
               show_default=True,
               help="recbole: RecBole's leaderboard protocol (rating>=3, 10-core, leave-one-out, max length 50, full "
                    "ranking with the history NOT masked); recbole-masked: the same with history masked; raw: no "
-                   "filtering, history masked.")
-@click.option("--split", type=click.Choice(["leave_one_out", "temporal_fraction"]), default=None,
+                   "filtering, history masked; dipsgnn: Hu & Fang's (10-core, first 80% of each user trains, every "
+                   "prefix a sample, random 10% of them validate, max length 100, per-sample ranking, not masked).")
+@click.option("--split", type=click.Choice(["leave_one_out", "temporal_fraction", "prefixes"]), default=None,
               help="Override the protocol's split.")
 @click.option("--max-len", type=click.IntRange(min=1), default=None,
               help="Override the protocol's maximum sequence length.")
@@ -201,6 +202,10 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
         private = read_private(release, inter, split)
     task = task_for(trained.model, split, inter.n_items, trained.max_len, window_mode=cfg.get("window_mode", "all"),
                     private=private)
+    if cfg["split"] == "prefixes":       # per-sample evaluation, as the model was selected
+        from privrec.training.tasks.prefixes import PrefixTask
+
+        task = PrefixTask(split.full_history(), inter.n_items, trained.max_len, seed=0)
     if mask_history is None:             # the protocol the model was trained and selected under
         mask_history = bool(cfg.get("eval", {}).get("mask_history", True))
     ec = eval_config(eval_mode, negatives, sampler, mask_history, seed, ks)

@@ -29,7 +29,7 @@ from privrec.training.tasks import task_for
 from privrec.training.trainer import TrainConfig, Trainer
 from privrec.utils.repro import config_hash, environment, seed_torch
 
-SPLITS = ("leave_one_out", "temporal_fraction")
+SPLITS = ("leave_one_out", "temporal_fraction", "prefixes")   # prefixes: DIPSGNN's (training.tasks.prefixes)
 
 # Evaluation protocols. "recbole" is every choice of RecBole's leaderboard for sequential models on
 # ML-1M: rating >= 3, 10-core, leave-one-out by time, max length 50, full ranking over all items
@@ -42,6 +42,10 @@ PROTOCOLS: dict[str, dict] = {
     "recbole-masked": {"preprocessing": Preprocessing(min_rating=3, user_k=10, item_k=10), "split": "leave_one_out",
                        "max_len": 50, "mask_history": True},
     "raw": {"preprocessing": Preprocessing(), "split": "leave_one_out", "max_len": 50, "mask_history": True},
+    # Hu & Fang (DIPSGNN) Sec. 5.1: 10-core, first 80% of each user trains / last 20% tests, every prefix a
+    # sample, random 10% of the training prefixes validate, max length 100, per-sample Recall/MRR, no masking
+    "dipsgnn": {"preprocessing": Preprocessing(user_k=10, item_k=10), "split": "prefixes", "max_len": 100,
+                "mask_history": False},
 }
 
 DEFAULT_MODEL_CONFIG = {
@@ -117,6 +121,8 @@ class SequentialConfig:
 
 
 def make_split(seqs, kind: str) -> Split:
+    if kind == "prefixes":              # the test part; validation prefixes are drawn by the PrefixTask
+        return temporal_fraction(seqs, 0.2, 0.0)
     return leave_one_out(seqs) if kind == "leave_one_out" else temporal_fraction(seqs)
 
 
@@ -157,6 +163,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         if task is None or cfg.model == "rr-bert4rec":    # the model decides how it is trained (windows, cloze)
             task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode, stride=cfg.stride,
                             private=private)
+            if cfg.split == "prefixes":
+                task = _prefix_task(cfg, split, inter, private)
             task, make_optimizer, noise = _dpsgd(cfg, task, log)
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log,
                           make_optimizer=make_optimizer(seed))
@@ -226,6 +234,14 @@ def _user_features(cfg: SequentialConfig, inter: Interactions, log):
     out = np.zeros((inter.n_users + 1, encoded.shape[1]), dtype=np.float32)
     out[1:] = encoded
     return out, g
+
+
+def _prefix_task(cfg: SequentialConfig, split: Split, inter: Interactions, private):
+    from privrec.training.tasks.prefixes import PrefixTask
+
+    if private is not None:
+        raise ParameterError("the prefixes protocol does not read randomised-response releases yet; drop --epsilon")
+    return PrefixTask(split.full_history(), inter.n_items, cfg.max_len, seed=0)   # `privrec evaluate` rebuilds it
 
 
 def _dpsgd(cfg: SequentialConfig, task, log):

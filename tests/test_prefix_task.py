@@ -1,0 +1,68 @@
+"""DIPSGNN's prefix protocol: 80/20 per user, random validation prefixes, per-sample evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from privrec.data.sequences import Sequences
+from privrec.evaluation.evaluator import EvalConfig, evaluate
+from privrec.models import build
+from privrec.training.tasks.prefixes import PrefixTask, prefix_samples
+
+
+def test_prefix_samples_known_answer():
+    seqs = Sequences.from_rows([[], [5, 6, 7, 8], [9, 10]])
+    inputs, targets, users = prefix_samples(seqs, 2, np.array([0, 2, 1]))
+    assert targets.tolist() == [7, 8, 10] and users.tolist() == [1, 1, 2]
+    assert inputs.tolist() == [[5, 6], [6, 7], [0, 9]]
+
+
+def test_every_item_is_a_label_once_and_test_labels_see_earlier_test_items():
+    rows = [[]] + [list(range(100 * u + 1, 100 * u + 1 + n)) for u, n in enumerate([3, 5, 10, 21], start=1)]
+    task = PrefixTask(Sequences.from_rows(rows), 3000, max_len=4, valid_frac=0.3, seed=0)
+    train, valid, test = task._train[1], task._eval["valid"][1], task._eval["test"][1]
+    n_test = [max(1, int(len(r) * 0.2)) for r in rows[1:]]
+    assert len(test) == sum(n_test)
+    assert sorted(np.concatenate([train, valid]).tolist()) == sorted(
+        i for r, k in zip(rows[1:], n_test) for i in r[1:len(r) - k])       # each train item after the first
+    assert not set(valid) & set(train) and len(valid) > 0
+    inputs, targets, _ = task._eval["test"]
+    last = targets.tolist().index(421)                                        # user 4's last item
+    assert inputs[last].tolist() == [417, 418, 419, 420]                      # includes earlier test items
+    again = PrefixTask(Sequences.from_rows(rows), 3000, max_len=4, valid_frac=0.3, seed=0)
+    assert np.array_equal(again._eval["valid"][1], valid)
+
+
+def test_evaluator_ranks_per_sample():
+    torch.manual_seed(0)
+    rows = [[]] + [[(u + j) % 12 + 1 for j in range(10)] for u in range(20)]
+    task = PrefixTask(Sequences.from_rows(rows), 12, max_len=5, seed=0)
+    model = build("srgnn", n_items=12, max_len=5, hidden=8)
+    res = evaluate(model, task, "test", EvalConfig(mode="full", ks=(5,), metrics=("hr", "mrr"), mask_history=False))
+    assert res.n_users == len(task._eval["test"][1]) == 20 * 2
+    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+    for _ in range(30):
+        for batch in task.train_batches(64, np.random.default_rng(0)):
+            opt.zero_grad()
+            model.loss(batch).backward()
+            opt.step()
+    after = evaluate(model, task, "test", EvalConfig(mode="full", ks=(5,), metrics=("hr", "mrr"), mask_history=False))
+    assert after.metrics["hr@5"] > 0.9 > res.metrics["hr@5"]               # the successor rule is learned
+
+
+def test_the_dipsgnn_protocol_runs_through_the_sequential_pipeline():
+    from conftest import make_frame
+
+    from privrec.data.interactions import Interactions
+    from privrec.data.sequences import to_sequences
+    from privrec.evaluation.evaluator import EvalConfig
+    from privrec.experiments.sequential import SequentialConfig, make_split, run
+    from privrec.training.trainer import TrainConfig
+
+    inter = Interactions.from_frame(make_frame(n_users=24, n_items=30, per_user=10))
+    cfg = SequentialConfig(dataset="tiny", model="srgnn", split="prefixes", max_len=5, model_config={"hidden": 8},
+                           train=TrainConfig(epochs=1, batch_size=64, progress=False, select_metric="hr@10"),
+                           eval=EvalConfig(mode="full", ks=(5, 10), metrics=("hr", "mrr"), mask_history=False))
+    res = run(cfg, log=lambda m: None, data=(inter, make_split(to_sequences(inter), "prefixes")))
+    assert res["runs"][0]["test"]["n_users"] == 24 * 2                  # 2 test prefixes per user of 10
