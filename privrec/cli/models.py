@@ -22,8 +22,8 @@ from privrec.models import MODELS
               show_default=True,
               help="recbole: RecBole's leaderboard protocol (rating>=3, 10-core, leave-one-out, max length 50, full "
                    "ranking with the history NOT masked); recbole-masked: the same with history masked; raw: no "
-                   "filtering, history masked; dipsgnn: Hu & Fang's (10-core, first 80% of each user trains, every "
-                   "prefix a sample, random 10% of them validate, max length 100, per-sample ranking, not masked).")
+                   "filtering, history masked; dipsgnn: Hu & Fang's (rating>=4, 10-core, each user's last 100 items, first "
+                   "80% trains, every prefix a sample, random 10% of them validate, per-sample ranking, not masked).")
 @click.option("--split", type=click.Choice(["leave_one_out", "temporal_fraction", "prefixes"]), default=None,
               help="Override the protocol's split.")
 @click.option("--max-len", type=click.IntRange(min=1), default=None,
@@ -205,7 +205,7 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     if cfg["split"] == "prefixes":       # per-sample evaluation, as the model was selected
         from privrec.training.tasks.prefixes import PrefixTask
 
-        task = PrefixTask(split.full_history(), inter.n_items, trained.max_len, seed=0)
+        task = PrefixTask(split.full_history(), inter.n_items, trained.max_len, seed=0, keep_last=trained.max_len)
     if mask_history is None:             # the protocol the model was trained and selected under
         mask_history = bool(cfg.get("eval", {}).get("mask_history", True))
     ec = eval_config(eval_mode, negatives, sampler, mask_history, seed, ks)

@@ -42,10 +42,12 @@ PROTOCOLS: dict[str, dict] = {
     "recbole-masked": {"preprocessing": Preprocessing(min_rating=3, user_k=10, item_k=10), "split": "leave_one_out",
                        "max_len": 50, "mask_history": True},
     "raw": {"preprocessing": Preprocessing(), "split": "leave_one_out", "max_len": 50, "mask_history": True},
-    # Hu & Fang (DIPSGNN) Sec. 5.1: 10-core, first 80% of each user trains / last 20% tests, every prefix a
-    # sample, random 10% of the training prefixes validate, max length 100, per-sample Recall/MRR, no masking
-    "dipsgnn": {"preprocessing": Preprocessing(user_k=10, item_k=10), "split": "prefixes", "max_len": 100,
-                "mask_history": False},
+    # Hu & Fang (DIPSGNN) Sec. 5.1: 10-core, each user's last 100 items, first 80% trains / last 20% tests, every
+    # prefix a sample, random 10% of the training prefixes validate, per-sample Recall/MRR, no masking. Rating >= 4
+    # (not stated in the paper) is what reproduces its ML-1M statistics: 5,949 users (paper 5,945), 2,810 items and
+    # 365,535 interactions (both exact); without it 6,040 / 3,260 / 998,539 before the cut
+    "dipsgnn": {"preprocessing": Preprocessing(min_rating=4, user_k=10, item_k=10), "split": "prefixes",
+                "max_len": 100, "mask_history": False},
 }
 
 DEFAULT_MODEL_CONFIG = {
@@ -241,7 +243,7 @@ def _prefix_task(cfg: SequentialConfig, split: Split, inter: Interactions, priva
 
     if private is not None:
         raise ParameterError("the prefixes protocol does not read randomised-response releases yet; drop --epsilon")
-    return PrefixTask(split.full_history(), inter.n_items, cfg.max_len, seed=0)   # `privrec evaluate` rebuilds it
+    return PrefixTask(split.full_history(), inter.n_items, cfg.max_len, seed=0, keep_last=cfg.max_len)   # as evaluate
 
 
 def _dpsgd(cfg: SequentialConfig, task, log):
