@@ -232,3 +232,25 @@ def test_opacus_per_sample_gradients_of_srgnn_are_each_samples_own():
         grads = torch.autograd.grad(model.loss({k: v[[r]] for k, v in batch.items()}), list(model.parameters()))
         for (n, _), g in zip(model.named_parameters(), grads):
             torch.testing.assert_close(per_sample[n][i], g, atol=1e-5, rtol=1e-4)
+
+
+def test_epsilon2_sets_sigma_under_paper_or_honest_accounting():
+    from privrec.errors import ParameterError
+    from privrec.experiments.sequential import SequentialConfig, run
+    from privrec.training.trainer import TrainConfig
+
+    def once(**kw):
+        cfg = SequentialConfig(dataset="tiny", model="dipsgnn", max_len=8, model_config={"hidden": 8, "user_dim": 4},
+                               train=TrainConfig(epochs=1, batch_size=64, progress=False), epsilon2=5.0, **kw)
+        return run(cfg, log=lambda m: None, data=_featured_data())["runs"][0]["graph_guarantee"]
+
+    paper, honest = once(accounting="paper"), once(accounting="honest")
+    assert paper["parameters"]["sigma"] == pytest.approx(0.228, abs=0.002)
+    assert paper["epsilon"] > 5.0                                        # the paper's sigma, composed honestly
+    assert honest["parameters"]["sigma"] > paper["parameters"]["sigma"]
+    assert honest["epsilon"] <= 5.0 + 1e-6                               # the whole run meets epsilon2
+    with pytest.raises(ParameterError, match="not both"):
+        run(SequentialConfig(dataset="tiny", model="dipsgnn", model_config={"sigma": 0.3}, epsilon2=5.0),
+            log=lambda m: None, data=_featured_data())
+    with pytest.raises(ParameterError, match="accounting"):
+        SequentialConfig(accounting="loose")

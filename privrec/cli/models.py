@@ -64,6 +64,11 @@ from privrec.models import MODELS
                    "the paper: 20); default the true features. dipsgnn's noise: --set sigma=0.228 --set clip=0.2.")
 @click.option("--delta", type=float, default=1e-6, show_default=True,
               help="delta of dipsgnn's graph guarantee and of DP-SGD's.")
+@click.option("--epsilon2", type=float, default=None,
+              help="dipsgnn: noise sigma for this epsilon2 under --accounting (instead of --set sigma=...).")
+@click.option("--accounting", type=click.Choice(["paper", "honest"]), default="paper", show_default=True,
+              help="With --epsilon2: paper = Thm 4.2's per-pass formula (sigma 0.228 at 5, C = 0.2); honest = sigma "
+                   "calibrated so every noisy pass of the whole run together meets epsilon2.")
 @click.option("--dpsgd-epsilon", type=float, default=None,
               help="Train with DP-SGD (Opacus: per-sample clipping + Gaussian noise on Poisson batches of expected "
                    "size --batch-size), noise calibrated to this epsilon over --epochs; unit: one training sample.")
@@ -80,7 +85,8 @@ from privrec.models import MODELS
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
 def train(model, dataset, protocol, split, max_len, window, stride, epochs, batch_size, lr, patience, select_metric,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
-          mask_history, ks, epsilon1, delta, dpsgd_epsilon, dpsgd_clip, out, quiet, target, source) -> None:
+          mask_history, ks, epsilon1, delta, epsilon2, accounting, dpsgd_epsilon, dpsgd_clip, out, quiet, target,
+          source) -> None:
     """Train MODEL with early stopping on validation; test once; write a report and checkpoints.
 
     rr-bert4rec is BERT4Rec over items plus frequent item pairs merged on the histories it reads
@@ -116,7 +122,8 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
                           select_metric=select_metric, device=device, progress=not quiet),
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
         epsilon=epsilon, alternatives=alternatives, short=short, release_seed=release_seed,
-        epsilon1=epsilon1, delta=delta, dpsgd_epsilon=dpsgd_epsilon, dpsgd_clip=dpsgd_clip,
+        epsilon1=epsilon1, delta=delta, epsilon2=epsilon2, accounting=accounting, dpsgd_epsilon=dpsgd_epsilon,
+        dpsgd_clip=dpsgd_clip,
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
     check_replaceable(out_dir, "report folder")      # before hours of training, not after: never delete user files

@@ -86,6 +86,10 @@ class SequentialConfig:
     # over the epoch cap (unit: one training sample)
     dpsgd_epsilon: float | None = None
     dpsgd_clip: float = 1.0
+    # DIPSGNN: sigma from a target epsilon2 — "paper": Thm 4.2's per-pass formula (sigma 0.228 at eps2 = 5,
+    # C = 0.2); "honest": calibrated so the whole run (every noisy pass) meets it. None: --set sigma=...
+    epsilon2: float | None = None
+    accounting: str = "paper"
 
     def __post_init__(self) -> None:
         from privrec.experiments.rr_release import ALTERNATIVES
@@ -96,6 +100,10 @@ class SequentialConfig:
             check_epsilon(self.epsilon)
         if self.epsilon1 is not None:
             check_epsilon(self.epsilon1)
+        if self.epsilon2 is not None:
+            check_epsilon(self.epsilon2, "epsilon2")
+        if self.accounting not in ("paper", "honest"):
+            raise ParameterError(f"accounting must be 'paper' or 'honest', got {self.accounting!r}")
         if self.dpsgd_epsilon is not None:
             from privrec.training.dpsgd import DPSGDConfig
 
@@ -152,12 +160,13 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         private, cert = _private(cfg, inter, split, release_dir or (out_dir and Path(out_dir) / "release"), log)
     features, feature_cert = _user_features(cfg, inter, log)
     extra = {} if features is None else {"n_users": inter.n_users + 1, "n_features": features.shape[1]}
+    extra.update(_dipsgnn_sigma(cfg, split, log))
     task = None
     runs = []
     for seed in cfg.seeds:
         seed_torch(seed)
         model = build_on(cfg.model, split.train if private is None else private.train, n_items=inter.n_items,
-                         max_len=cfg.max_len, **extra, **cfg.resolved_model_config())
+                         max_len=cfg.max_len, **{**cfg.resolved_model_config(), **extra})
         if features is not None:
             import torch
 
@@ -265,15 +274,39 @@ def _dpsgd(cfg: SequentialConfig, task, log):
                                                                   cfg.train.batch_size, seed)), z
 
 
+def _passes(cfg: SequentialConfig, split: Split, epochs: int) -> int:
+    """Noisy aggregations that can read one transition in ``epochs``: per epoch it lies in at most
+    min(max_len, longest sequence) - 1 training prefixes, plus one validation pass per epoch and the test pass."""
+    longest = int(split.train.lengths.max()) if len(split.train.lengths) else 1
+    return epochs * max(min(cfg.max_len, longest) - 1, 1) + epochs + 1
+
+
 def _graph_guarantee(model, cfg: SequentialConfig, split: Split, epochs: int):
-    """DIPSGNN's honest (epsilon, delta) over the run: every noisy aggregation that read a protected
-    transition. Per epoch a transition lies in at most min(max_len, longest sequence) - 1 training
-    prefixes, plus one validation pass per epoch and the test pass."""
+    """DIPSGNN's honest (epsilon, delta) over the run: every noisy aggregation that read a protected transition."""
     from privrec.privacy.graph import guarantee
 
-    longest = int(split.train.lengths.max()) if len(split.train.lengths) else 1
-    passes = epochs * max(min(cfg.max_len, longest) - 1, 1) + epochs + 1
-    return guarantee(model.sigma, model.clip, model.steps, passes, cfg.delta)
+    return guarantee(model.sigma, model.clip, model.steps, _passes(cfg, split, epochs), cfg.delta)
+
+
+def _dipsgnn_sigma(cfg: SequentialConfig, split: Split, log) -> dict:
+    """{"sigma": ...} from ``cfg.epsilon2`` under ``cfg.accounting`` (empty when not asked)."""
+    if cfg.epsilon2 is None:
+        return {}
+    if cfg.model != "dipsgnn":
+        raise ParameterError(f"--epsilon2 sets DIPSGNN's aggregation noise, not {cfg.model}'s")
+    if "sigma" in cfg.model_config:
+        raise ParameterError("give either --epsilon2 (sigma calibrated) or --set sigma=..., not both")
+    from privrec.privacy.graph import calibrate_sigma, paper_sigma
+
+    mc = cfg.resolved_model_config()
+    clip, steps = float(mc.get("clip", 0.2)), int(mc.get("steps", 1))
+    if cfg.accounting == "paper":
+        sigma = paper_sigma(cfg.epsilon2, clip, steps, cfg.delta)
+    else:
+        sigma = calibrate_sigma(cfg.epsilon2, cfg.delta, clip, steps, _passes(cfg, split, cfg.train.epochs))
+    log(f"dipsgnn: sigma {sigma:.4g} for epsilon2 = {cfg.epsilon2:g} ({cfg.accounting} accounting, C = {clip:g}, "
+        f"T = {steps})")
+    return {"sigma": sigma}
 
 
 def _private(cfg: SequentialConfig, inter: Interactions, split: Split, folder: Path | None, log):

@@ -314,6 +314,15 @@ def paper_closed_form(sigma: float, C: float, T: int, delta: float) -> float:
     return t * c * c / (2 * s * s) + c * math.sqrt(2 * t * math.log(1 / d)) / s
 
 
+def paper_sigma(epsilon: float, C: float, T: int, delta: float) -> float:
+    """The sigma at which Thm 4.2's formula equals ``epsilon`` (what the paper would use for its eps2):
+    with x = C / sigma, eps = T x^2 / 2 + sqrt(2 T log(1/delta)) x, so
+    x = (sqrt(b^2 + 2 T eps) - b) / T with b = sqrt(2 T log(1/delta))."""
+    e, c, t, d = check_epsilon(epsilon), _check_C(C), _check_T(T), check_delta(delta)
+    b = math.sqrt(2 * t * math.log(1 / d))
+    return c * t / (math.sqrt(b * b + 2 * t * e) - b)
+
+
 def paper_epsilon(sigma: float, C: float, T: int, delta: float) -> PaperEpsilon:
     """What Thm 4.2 claims for one forward pass: T releases of sensitivity C (its premise).
 

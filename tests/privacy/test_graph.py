@@ -337,3 +337,12 @@ def test_edge_rand_calibration_noise_and_transpose():
         G.edge_rand(np.full((2, 2), np.nan), eps, delta, np.random.default_rng(0))
     with pytest.raises(ParameterError):
         G.edge_rand(A[:, :, :3], eps, delta, np.random.default_rng(0))
+
+
+def test_paper_sigma_inverts_thm_4_2():
+    from privrec.privacy import graph as G
+
+    for eps, c, t, d in [(5.0, 0.2, 1, 1e-6), (3.0, 0.6, 3, 1e-5), (0.5, 1.0, 5, 1e-3)]:
+        s = G.paper_sigma(eps, c, t, d)
+        assert G.paper_closed_form(s, c, t, d) == pytest.approx(eps, rel=1e-10)
+    assert G.paper_sigma(5.0, 0.2, 1, 1e-6) == pytest.approx(0.228, abs=0.002)     # the paper's setting
