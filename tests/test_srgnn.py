@@ -165,15 +165,19 @@ def _featured_data():
 
 
 @pytest.mark.parametrize("model", ["apgnn", "dipsgnn"])
-def test_sequential_run_sets_features_and_states_the_guarantees(model):
+def test_sequential_run_sets_features_and_states_the_guarantees(model, tmp_path):
     from privrec.experiments.sequential import SequentialConfig, run
     from privrec.training.trainer import TrainConfig
 
     cfg = SequentialConfig(dataset="tiny", model=model, max_len=8, model_config={"hidden": 8, "user_dim": 4},
                            train=TrainConfig(epochs=2, batch_size=64, progress=False),
                            epsilon1=20.0 if model == "dipsgnn" else None)
-    res = run(cfg, log=lambda m: None, data=_featured_data())
+    res = run(cfg, out_dir=tmp_path, log=lambda m: None, data=_featured_data())
     run0 = res["runs"][0]
+    from privrec.inference import TrainedModel
+
+    loaded = TrainedModel.load(tmp_path / run0["checkpoint"])                # weights, features, noise state
+    assert loaded.model.features.abs().sum() > 0 and type(loaded.model).__name__.lower() == model
     if model == "dipsgnn":
         g = run0["graph_guarantee"]
         epochs = run0["fit"]["epochs_run"]

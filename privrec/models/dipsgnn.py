@@ -81,11 +81,12 @@ class DIPSGNN(APGNN):
         # with the weights (get_extra_state): a resumed run replays exactly the noise it would have drawn
         self.noise = torch.Generator().manual_seed(int(torch.randint(2 ** 62, (1,))))
 
-    def get_extra_state(self) -> dict:
-        return {"noise_generator": self.noise.get_state()}
+    def get_extra_state(self) -> torch.Tensor:
+        """The noise generator's state (a uint8 tensor, so checkpoints treat it like a weight)."""
+        return self.noise.get_state()
 
-    def set_extra_state(self, state: dict) -> None:
-        self.noise.set_state(state["noise_generator"])
+    def set_extra_state(self, state: torch.Tensor) -> None:
+        self.noise.set_state(state)
 
     def aggregate(self, a_in, a_out, h, batch=None):
         """Alg. 4 lines 5–11: joint rows clipped to norm C, noisy in- and out-sums, linear maps."""
