@@ -207,12 +207,11 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
             raise ParameterError(f"{checkpoint} was trained on a randomised-response release, expected beside it in "
                                  f"{release}; keep the report folder together")
         private = read_private(release, inter, split)
-    task = task_for(trained.model, split, inter.n_items, trained.max_len, window_mode=cfg.get("window_mode", "all"),
-                    private=private)
     if cfg["split"] == "prefixes":       # per-sample evaluation, as the model was selected
-        from privrec.training.tasks.prefixes import PrefixTask
-
-        task = PrefixTask(split.full_history(), inter.n_items, trained.max_len, seed=0, keep_last=trained.max_len)
+        task = seq.prefix_task(split, inter.n_items, trained.max_len)
+    else:
+        task = task_for(trained.model, split, inter.n_items, trained.max_len,
+                        window_mode=cfg.get("window_mode", "all"), private=private)
     if mask_history is None:             # the protocol the model was trained and selected under
         mask_history = bool(cfg.get("eval", {}).get("mask_history", True))
     ec = eval_config(eval_mode, negatives, sampler, mask_history, seed, ks)

@@ -172,10 +172,14 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
 
             model.set_features(torch.from_numpy(features))
         if task is None or cfg.model == "rr-bert4rec":    # the model decides how it is trained (windows, cloze)
-            task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode, stride=cfg.stride,
-                            private=private)
-            if cfg.split == "prefixes":
-                task = _prefix_task(cfg, split, inter, private)
+            if cfg.split == "prefixes":             # the protocol decides the samples (not built twice)
+                if private is not None:
+                    raise ParameterError("the prefixes protocol does not read randomised-response releases yet; "
+                                         "drop --epsilon")
+                task = prefix_task(split, inter.n_items, cfg.max_len)
+            else:
+                task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode,
+                                stride=cfg.stride, private=private)
             task, make_optimizer, noise = _dpsgd(cfg, task, log)
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log,
                           make_optimizer=make_optimizer(seed))
@@ -247,12 +251,12 @@ def _user_features(cfg: SequentialConfig, inter: Interactions, log):
     return out, g
 
 
-def _prefix_task(cfg: SequentialConfig, split: Split, inter: Interactions, private):
+def prefix_task(split: Split, n_items: int, max_len: int):
+    """DIPSGNN's protocol task over ``split``'s sequences (each cut to its last ``max_len`` items); the
+    one constructor for training (:func:`run`) and ``privrec evaluate``."""
     from privrec.training.tasks.prefixes import PrefixTask
 
-    if private is not None:
-        raise ParameterError("the prefixes protocol does not read randomised-response releases yet; drop --epsilon")
-    return PrefixTask(split.full_history(), inter.n_items, cfg.max_len, seed=0, keep_last=cfg.max_len)   # as evaluate
+    return PrefixTask(split.full_history(), n_items, max_len, seed=0, keep_last=max_len)
 
 
 def _dpsgd(cfg: SequentialConfig, task, log):
