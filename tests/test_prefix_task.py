@@ -78,3 +78,18 @@ def test_keep_last_cuts_each_sequence_before_the_split():
     from privrec.errors import ParameterError
     with pytest.raises(ParameterError, match="keep_last"):
         PrefixTask(Sequences.from_rows(rows), 3000, keep_last=2)
+
+
+def test_bucketed_batches_hold_every_sample_once_and_similar_lengths():
+    rng = np.random.default_rng(0)
+    rows = [[]] + [rng.choice(np.arange(1, 500), n, replace=False).tolist() for n in rng.integers(5, 60, 40)]
+    plain = PrefixTask(Sequences.from_rows(rows), 500, max_len=50, bucket=False)
+    task = PrefixTask(Sequences.from_rows(rows), 500, max_len=50)
+    batches = list(task.train_batches(16, np.random.default_rng(1)))
+    assert len(batches) == task.n_train_batches(16)              # pools are whole batches: one short batch at most
+    seen = sorted(t for b in batches for t in b["target"][:, -1].tolist())
+    assert seen == sorted(task._train[1].tolist())              # every training sample exactly once
+    spread = lambda bs: np.mean([int((b["seq"] > 0).sum(1).max() - (b["seq"] > 0).sum(1).min()) for b in bs])
+    assert spread(batches) < 0.5 * spread(list(plain.train_batches(16, np.random.default_rng(1))))
+    again = list(task.train_batches(16, np.random.default_rng(1)))
+    assert all(torch.equal(a["seq"], b["seq"]) for a, b in zip(batches, again))   # seeded

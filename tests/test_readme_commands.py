@@ -35,7 +35,13 @@ VARIANTS: dict[str, str] = {
     "privrec train rr-bert4rec --protocol raw --epsilon 0.01":
         "train rr-bert4rec --dataset ml-100k --protocol raw --epsilon 0.01 --epochs 1",
     "privrec train dipsgnn --dataset ml-1m --epsilon1 20 --set sigma=0.228 --set clip=0.2":
-        "SLOW train dipsgnn --dataset ml-1m --epsilon1 20 --set sigma=0.228 --set clip=0.2 --epochs 1",
+        "train dipsgnn --dataset ml-100k --epsilon1 20 --set sigma=0.228 --set clip=0.2 --epochs 1 --set hidden=16",
+    "privrec train edgerand --dataset ml-1m --protocol dipsgnn --epsilon1 20 --epsilon2 5":
+        "train edgerand --dataset ml-100k --protocol dipsgnn --epsilon1 20 --epsilon2 5 --epochs 1 --set hidden=16 "
+        "--batch-size 1024",
+    "privrec train dpsgd-srgnn --dataset ml-1m --protocol dipsgnn --epsilon2 5":
+        "train dpsgd-srgnn --dataset ml-100k --protocol dipsgnn --epsilon2 5 --epochs 1 --set hidden=16 "
+        "--batch-size 1024",
     "privrec train srgnn --dataset ml-1m --dpsgd-epsilon 5":
         "train srgnn --dataset ml-100k --dpsgd-epsilon 5 --epochs 1 --batch-size 1024 --set hidden=16",
     "privrec evaluate runs/sasrec-ml-1m/sasrec-seed0.pt --eval-mode sampled":
@@ -71,6 +77,8 @@ VARIANTS: dict[str, str] = {
         "reproduce pricdsr --quick --data books.inter --data movies.inter --out rep/pricdsr-files",
     "privrec reproduce rr": "reproduce rr --quick --no-extras --epochs 1 --epsilons 1 --out rep/rr",
     "privrec reproduce pricdr": "reproduce pricdr --quick --no-sweeps --epochs 1 --methods BPR,PriCDR-J --out rep/pricdr",
+    "privrec reproduce dipsgnn":
+        "reproduce dipsgnn --quick --no-sweeps --epochs 1 --methods SR-GNN,DIPSGNN --out rep/dipsgnn",
 }
 EXTRA_SETUP = {   # run before the variant of the key (a second seed for `results merge`)
     "privrec results merge runs/a/results.json runs/b/results.json --out runs/merged":

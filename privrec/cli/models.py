@@ -13,10 +13,10 @@ from privrec.models import MODELS
 
 @click.command()
 # DASL needs two domains' sequences (reproduce pricdsr); the matrix models train with --target
-@click.argument("model", type=click.Choice(sorted(m for m in MODELS if MODELS[m].task in ("windows", "prefixes", "cloze",
-                                                                                          "merged_cloze",
-                                                                                          "interactions")),
-                                           case_sensitive=False))
+@click.argument("model", type=click.Choice(sorted([m for m in MODELS if MODELS[m].task in ("windows", "prefixes", "cloze",
+                                                                                           "merged_cloze",
+                                                                                           "interactions")]
+                                                  + ["dpsgd-srgnn"]), case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
 @click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw", "dipsgnn"]), default="recbole",
               show_default=True,
@@ -65,7 +65,14 @@ from privrec.models import MODELS
 @click.option("--delta", type=float, default=1e-6, show_default=True,
               help="delta of dipsgnn's graph guarantee and of DP-SGD's.")
 @click.option("--epsilon2", type=float, default=None,
-              help="dipsgnn: noise sigma for this epsilon2 under --accounting (instead of --set sigma=...).")
+              help="dipsgnn: noise sigma for this epsilon2 under --accounting (instead of --set sigma=...); edgerand: "
+                   "the budget of its one graph release; dpsgd-srgnn: DP-SGD's budget (unit: one training sample); dpmf: "
+                   "its objective perturbation's claimed budget (no guarantee is proven for the trained model).")
+@click.option("--clip-norm", type=float, default=None, help="dipsgnn: the row norm bound C (--set clip=C).")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="srgnn/apgnn/dipsgnn/edgerand: GNN propagation steps T (--set steps=T).")
+@click.option("--no-user-features", is_flag=True,
+              help="apgnn/dipsgnn/edgerand: read no user features (the paper's '-U' ablations).")
 @click.option("--accounting", type=click.Choice(["paper", "honest"]), default="paper", show_default=True,
               help="With --epsilon2: paper = Thm 4.2's per-pass formula (sigma 0.228 at 5, C = 0.2); honest = sigma "
                    "calibrated so every noisy pass of the whole run together meets epsilon2.")
@@ -85,7 +92,7 @@ from privrec.models import MODELS
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
 def train(model, dataset, protocol, split, max_len, window, stride, epochs, batch_size, lr, patience, select_metric,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
-          mask_history, ks, epsilon1, delta, epsilon2, accounting, dpsgd_epsilon, dpsgd_clip, out, quiet, target,
+          mask_history, ks, epsilon1, delta, epsilon2, clip_norm, steps, no_user_features, accounting, dpsgd_epsilon, dpsgd_clip, out, quiet, target,
           source) -> None:
     """Train MODEL with early stopping on validation; test once; write a report and checkpoints.
 
@@ -101,8 +108,13 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
     from privrec.training.trainer import TrainConfig, resolve_device
     from privrec.utils.io import atomic_dir
 
-    if registry[model.lower()].task == "interactions":
-        return _train_matrix(model.lower(), dataset, target, source, epochs, batch_size, lr, patience,
+    model = model.lower()
+    if model == "dpsgd-srgnn":           # SR-GNN trained with DP-SGD at the budget of the private rows
+        if dpsgd_epsilon is None and epsilon2 is None:
+            raise ParameterError("dpsgd-srgnn needs its budget: --epsilon2 E (or --dpsgd-epsilon E)")
+        model, dpsgd_epsilon, epsilon2 = "srgnn", dpsgd_epsilon if dpsgd_epsilon is not None else epsilon2, None
+    if registry[model].task == "interactions":
+        return _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience,
                              select_metric, seeds, assignments, epsilon, out, quiet)
     if target or source:
         raise ParameterError("--target and --source are for the matrix models (bpr, neumf, dmf, ddtcdr, heterocdr)")
@@ -112,10 +124,15 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
     if stride is not None and stride > length:
         raise ParameterError(f"--stride {stride} exceeds the maximum length {length}; use 1..{length}")
     model_config = parse_assignments(assignments)
-    check_config(registry[model.lower()], model_config)
+    for key, value in (("clip", clip_norm), ("steps", steps)):
+        if value is not None:
+            if key in model_config:
+                raise ParameterError(f"give {key} once: --{'clip-norm' if key == 'clip' else key} or --set {key}=")
+            model_config[key] = value
+    check_config(registry[model], model_config)
     resolve_device(device)
     cfg = seq.SequentialConfig(
-        dataset=dataset, model=model.lower(), preprocessing=preset["preprocessing"],
+        dataset=dataset, model=model, preprocessing=preset["preprocessing"],
         split=split or preset["split"], max_len=length, window_mode=window, stride=stride,
         model_config=model_config,
         train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
@@ -123,7 +140,7 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
         epsilon=epsilon, alternatives=alternatives, short=short, release_seed=release_seed,
         epsilon1=epsilon1, delta=delta, epsilon2=epsilon2, accounting=accounting, dpsgd_epsilon=dpsgd_epsilon,
-        dpsgd_clip=dpsgd_clip,
+        dpsgd_clip=dpsgd_clip, user_features=not no_user_features,
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
     check_replaceable(out_dir, "report folder")      # before hours of training, not after: never delete user files

@@ -27,6 +27,23 @@ def _command_line() -> str | None:
     return ctx.command_path if ctx else None
 
 
+def _grid_setup(module, quick: bool, seeds: str | None, methods: str | None, threads: int | None) -> dict:
+    """What every ML-1M grid command does first: torch threads, ML-1M fetched, the config's keyword
+    arguments from ``module.QUICK`` (with --quick), --seeds and --methods."""
+    import torch
+
+    from privrec.data.fetch import fetch
+
+    torch.set_num_threads(threads or 1)
+    fetch("ml-1m")
+    kw = dict(module.QUICK) if quick else {}
+    if seeds:
+        kw["seeds"] = parse_seeds(seeds)
+    if methods:
+        kw["methods"] = tuple(m.strip() for m in methods.split(","))
+    return kw
+
+
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
                 threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
                 report_only: bool = False, sources: tuple[str, ...] = (), domain_field: str | None = None,
@@ -127,25 +144,16 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
     1/10,000), its ablations and Fig. 2 (position of the strongly obfuscated window) on ML-1M.
 
     The full grid takes many CPU-hours; every finished run is saved and an interrupted run resumes."""
-    import torch
-
-    from privrec.data.fetch import fetch
     from privrec.experiments import rr as R
     from privrec.experiments.report import pm, text_table
 
-    torch.set_num_threads(threads or 1)
     log = lambda msg: click.echo(msg, err=True)
-    fetch("ml-1m")
-    kw = dict(R.QUICK) if quick else {}
-    if seeds:
-        kw["seeds"] = parse_seeds(seeds)
+    kw = _grid_setup(R, quick, seeds, methods, threads)
     try:
         if epsilons:
             kw["epsilons"] = tuple(float(e) for e in epsilons.split(","))
     except ValueError:
         raise ParameterError("--epsilons takes comma-separated numbers") from None
-    if methods:
-        kw["methods"] = tuple(m.strip() for m in methods.split(","))
     if no_extras:
         kw.update(ablation_methods=(), alternatives_ablation=(), positions=())
     cfg = R.RRConfig(**kw)
@@ -182,20 +190,11 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
     density, source sparsity), each point with its release's true ε.
 
     Every finished run is saved; an interrupted reproduction resumes."""
-    import torch
-
-    from privrec.data.fetch import fetch
     from privrec.experiments import pricdr as P
     from privrec.experiments.report import pm, text_table
 
-    torch.set_num_threads(threads or 1)
     log = lambda msg: click.echo(msg, err=True)
-    fetch("ml-1m")
-    kw = dict(P.QUICK) if quick else {}
-    if seeds:
-        kw["seeds"] = parse_seeds(seeds)
-    if methods:
-        kw["methods"] = tuple(m.strip() for m in methods.split(","))
+    kw = _grid_setup(P, quick, seeds, methods, threads)
     if no_sweeps:
         kw["sweep_direction"] = None
     if sweep_epochs:
@@ -219,4 +218,50 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
     for c in result["claims"]:
         if c["verdict"] != "(control)":
             click.echo(f"  {c['direction']}: {c['ours']} {c['relation']} {c['theirs']}: {c['verdict']}")
+    click.echo(f"\nreport: {out}/results.md")
+
+
+@reproduce.command("dipsgnn")
+@click.option("--quick", is_flag=True, help="600 users, d = 32, 2 epochs, one seed, one point per figure (minutes).")
+@click.option("--out", type=click.Path(file_okay=False), default="reports/dipsgnn", show_default=True)
+@click.option("--seeds", default=None, help="Comma-separated Table 2 seeds (default 0,1,2; quick: 0).")
+@click.option("--epochs", type=int, default=None, help="Maximum epochs (default 10, the paper's).")
+@click.option("--methods", default=None, help="Comma-separated Table 2 methods (default: SASRec, GRU4Rec, SR-GNN, "
+                                              "APGNN, DP-SGD, EdgeRand, DIPSGNN).")
+@click.option("--no-sweeps", is_flag=True, help="Table 2 only: no Figs. 3-7 runs.")
+@grid_options
+def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, methods: str | None, no_sweeps: bool,
+            threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
+    """DIPSGNN's Table 2 (non-private SASRec, GRU4Rec, SR-GNN, APGNN; private DP-SGD, EdgeRand, DIPSGNN at
+    ε₁ = 20, ε₂ = 5 under the paper's and honest accounting) and Figs. 3-7 (ε₂, ε₁, T, C, ablation) on ML-1M,
+    each private run with its true ε.
+
+    Every finished run is saved; an interrupted reproduction resumes."""
+    from privrec.experiments import dipsgnn as D
+    from privrec.experiments.dipsgnn_report import COLS, find
+
+    log = lambda msg: click.echo(msg, err=True)
+    kw = _grid_setup(D, quick, seeds, methods, threads)
+    if no_sweeps:
+        kw.update(epsilon2s=(), epsilon1s=(), steps_grid=(), clips=(), ablation=False)
+    cfg = D.DIPSGNNConfig(**kw)
+    if epochs:
+        cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
+    log(f"DIPSGNN reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, {cfg.train.epochs} epochs "
+        f"max, report in {out}")
+    result = D.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress, train_missing=not report_only,
+                         keep_capped_states=not quick, command=_command_line(), workers=jobs, threads=threads or 1)
+    from privrec.experiments.dipsgnn_report import _eps, _name
+    from privrec.experiments.report import text_table
+
+    rows = []
+    for lab in result["table"]:
+        s = find(result["summary"], lab)
+        rows.append([_name(lab)] + [f"{s['test'][c]['mean']:.2f}" if s else "–" for c in list(COLS)[:4]]
+                    + _eps(s["privacy"] if s else None)[:2])
+    click.echo(f"\nDIPSGNN Table 2 analog, ML-1M, test, percent ({'quick: 600 users, 1 seed' if quick else 'full'}):")
+    click.echo(text_table(["method", *list(COLS)[:4], "ε₂ (paper's)", "true ε"], rows))
+    for c in result["claims"]:
+        click.echo(f"  {_name(c['ours'])} vs EdgeRand: better on {c['better']}/{len(c['seeds'])} seeds, R@20 gap "
+                   f"{c['gap']['mean']:+.1%} (paper {c['paper']:+.2%})")
     click.echo(f"\nreport: {out}/results.md")

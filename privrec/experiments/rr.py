@@ -40,7 +40,7 @@ from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.experiments.sequential import DEFAULT_MODEL_CONFIG
 from privrec.privacy.validate import check_epsilon
 from privrec.training.trainer import TrainConfig
-from privrec.utils.repro import config_hash, seed_torch
+from privrec.utils.repro import seed_torch
 
 # method -> (model, model-config overrides)
 METHODS: dict[str, tuple[str, dict]] = {
@@ -124,18 +124,13 @@ class RRExperiment:
                 for s in self.cfg.seeds for m, e, a, p in self.grid()]
 
     def fingerprint(self) -> str:
-        d = self.cfg.to_dict()
         # what a run's key already names (method, ε, alternatives, position) is not part of the fingerprint
-        for k in ("seeds", "epsilons", "methods", "ablation_methods", "alternatives_ablation", "positions",
-                  "alternatives", "ablation_epsilon", "positional_epsilon"):
-            d.pop(k)
-        d["train"].pop("progress", None)
-        d["train"].pop("epochs")
-        d["data"] = {k: v for k, v in self.inter.summary().items() if k not in ("user_fields", "item_fields")}
-        return config_hash(d)
+        return runner.grid_fingerprint(self.cfg, ("seeds", "epsilons", "methods", "ablation_methods",
+                                                  "alternatives_ablation", "positions", "alternatives",
+                                                  "ablation_epsilon", "positional_epsilon"), self.inter.summary())
 
     def cap(self) -> tuple[int, int, int]:
-        return self.cfg.train.epochs, self.cfg.train.patience, self.cfg.train.eval_every
+        return runner.train_cap(self.cfg.train)
 
     # ---- releases
     @cached_property

@@ -93,6 +93,26 @@ class Experiment(Protocol):
     def train(self, spec: RunSpec, state: Path, log: Log) -> RunRecord: ...
 
 
+def grid_fingerprint(cfg, named: Sequence[str], data_summary: dict) -> str:
+    """An experiment's fingerprint: its config (``cfg.to_dict()``) without what a run's key already names
+    (``named``: the grid's lists, seeds, per-run settings), the epoch cap and progress bars, plus the
+    data's summary — so widening a grid or raising the cap reuses every finished run."""
+    from privrec.utils.repro import config_hash
+
+    d = cfg.to_dict()
+    for k in named:
+        d.pop(k)
+    d["train"].pop("progress", None)
+    d["train"].pop("epochs")
+    d["data"] = {k: v for k, v in data_summary.items() if k not in ("user_fields", "item_fields")}
+    return config_hash(d)
+
+
+def train_cap(train) -> tuple[int, int, int]:
+    """(epoch cap, patience, eval_every) of a :class:`~privrec.training.trainer.TrainConfig`."""
+    return train.epochs, train.patience, train.eval_every
+
+
 def safe_name(name: str) -> str:
     """``name`` as a file name: letters, digits, '.', '-'; anything else becomes '_'."""
     return "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in name)

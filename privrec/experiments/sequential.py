@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
+import torch
 
 from privrec.data.interactions import Interactions
 from privrec.data.preprocess import Preprocessing, preprocess
@@ -22,8 +22,9 @@ from privrec.data.splits import Split, leave_one_out, temporal_fraction
 from privrec.data.tables import load
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
+from privrec.experiments import private_inputs as PI
 from privrec.experiments.report import aggregate, markdown_table, pm
-from privrec.models import build_on
+from privrec.models import MODELS, build_on
 from privrec.training.checkpoint import save_checkpoint
 from privrec.training.tasks import task_for
 from privrec.training.trainer import TrainConfig, Trainer
@@ -90,6 +91,8 @@ class SequentialConfig:
     # C = 0.2); "honest": calibrated so the whole run (every noisy pass) meets it. None: --set sigma=...
     epsilon2: float | None = None
     accounting: str = "paper"
+    user_features: bool = True          # False: the "-U" ablations (APGNN / DIPSGNN / EdgeRand read zero user rows)
+    bucket: bool = True                 # prefixes protocol: training batches of similar prefix length (~2x faster)
 
     def __post_init__(self) -> None:
         from privrec.experiments.rr_release import ALTERNATIVES
@@ -143,10 +146,11 @@ def prepare(dataset: str, preprocessing: Preprocessing, split: str) -> tuple[Int
 
 def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[[str], None] = print,
         data: tuple[Interactions, Split] | None = None, state_dir: str | Path | None = None,
-        release_dir: str | Path | None = None) -> dict:
+        release_dir: str | Path | None = None, state_file: str | Path | None = None) -> dict:
     """Train and test every seed. ``state_dir``: per-seed training state saved every epoch (named
     by a hash of the configuration), so a killed run restarted with the same configuration
-    continues where it stopped; the caller deletes it once the results are stored.
+    continues where it stopped; the caller deletes it once the results are stored. ``state_file``: that
+    state's exact path instead (one seed; the experiment runner names it).
 
     With ``cfg.epsilon``, every user's history is first published through randomised response into
     ``release_dir`` (default ``out_dir/release``; an existing release there is read, not redone)
@@ -158,33 +162,47 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     private, cert = None, None
     if cfg.epsilon is not None:
         private, cert = _private(cfg, inter, split, release_dir or (out_dir and Path(out_dir) / "release"), log)
-    features, feature_cert = _user_features(cfg, inter, log)
+    features, feature_cert = PI.user_features(cfg, inter, log)
     extra = {} if features is None else {"n_users": inter.n_users + 1, "n_features": features.shape[1]}
-    extra.update(_dipsgnn_sigma(cfg, split, log))
-    task = None
+    if getattr(MODELS.get(cfg.model), "needs_users", False):
+        extra["n_users"] = inter.n_users + 1
+    extra.update(PI.dipsgnn_sigma(cfg, split, log))
+    task, graphs, graph_cert = None, None, None
+    if cfg.split == "prefixes":             # the protocol decides the samples (built once, before the models)
+        if private is not None:
+            raise ParameterError("the prefixes protocol does not read randomised-response releases yet; drop --epsilon")
+        task = prefix_task(split, inter.n_items, cfg.max_len, cfg.bucket)
+    if getattr(MODELS.get(cfg.model), "needs_graphs", False):
+        if task is None:
+            raise ParameterError(f"{cfg.model} reads published prefix graphs: use --protocol dipsgnn (--split prefixes)")
+        graphs, graph_cert = PI.edge_rand_graphs(cfg, task, inter.n_users, log)
+    elif cfg.epsilon2 is not None and cfg.model not in ("dipsgnn", "dpmf"):
+        raise ParameterError(f"--epsilon2 is the budget of dipsgnn's aggregation noise, edgerand's graphs and dpmf's "
+                             f"objective, not {cfg.model}'s")
     runs = []
+    make_optimizer, noise = None, None
     for seed in cfg.seeds:
         seed_torch(seed)
         model = build_on(cfg.model, split.train if private is None else private.train, n_items=inter.n_items,
                          max_len=cfg.max_len, **{**cfg.resolved_model_config(), **extra})
         if features is not None:
-            import torch
-
             model.set_features(torch.from_numpy(features))
-        if task is None or cfg.model == "rr-bert4rec":    # the model decides how it is trained (windows, cloze)
-            if cfg.split == "prefixes":             # the protocol decides the samples (not built twice)
-                if private is not None:
-                    raise ParameterError("the prefixes protocol does not read randomised-response releases yet; "
-                                         "drop --epsilon")
-                task = prefix_task(split, inter.n_items, cfg.max_len)
-            else:
+        if graphs is not None:
+            model.set_graphs(graphs)
+        if hasattr(model, "set_noise"):                 # dpmf: the objective's noise, drawn once per run
+            graph_cert = PI.dpmf_noise(cfg, model, task, log)
+        if make_optimizer is None or cfg.model == "rr-bert4rec":    # the model decides how it trains (windows)
+            if cfg.split != "prefixes":
                 task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode,
                                 stride=cfg.stride, private=private)
-            task, make_optimizer, noise = _dpsgd(cfg, task, log)
+            task, make_optimizer, noise = PI.dpsgd_optimizer(cfg, task, log)
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log,
                           make_optimizer=make_optimizer(seed))
         log(f"[{cfg.model} seed {seed}] training on {task.describe()}")
-        fit = trainer.fit(None if state_dir is None else Path(state_dir) / f"{_run_hash(cfg, split)}-seed{seed}.pt")
+        if state_file is not None and len(cfg.seeds) != 1:
+            raise ParameterError("state_file names the state of one run: give one seed")
+        state = state_file or (None if state_dir is None else Path(state_dir) / f"{_run_hash(cfg, split)}-seed{seed}.pt")
+        fit = trainer.fit(None if state is None else Path(state))
         test = trainer.test()
         log(f"[{cfg.model} seed {seed}] best epoch {fit.best_epoch}; test " +
             "  ".join(f"{k} {v:.4f}" for k, v in test.metrics.items() if k.endswith("@10")))
@@ -196,7 +214,9 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
                                                             fit.epochs_run * task.steps_per_epoch, cfg.delta,
                                                             cfg.dpsgd_clip).to_dict()
         if getattr(model, "sigma", None) is not None:
-            run_result["graph_guarantee"] = _graph_guarantee(model, cfg, split, fit.epochs_run).to_dict()
+            run_result["graph_guarantee"] = PI.graph_guarantee(model, cfg, split, fit.epochs_run).to_dict()
+        elif graph_cert is not None:
+            run_result["dpmf_guarantee" if hasattr(model, "set_noise") else "graph_guarantee"] = graph_cert.to_dict()
         if out_dir is not None:
             ckpt = Path(out_dir) / f"{cfg.model}-seed{seed}.pt"
             # a private model only knows the published histories (the held-out items are never published)
@@ -225,92 +245,12 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     return result
 
 
-def _user_features(cfg: SequentialConfig, inter: Interactions, log):
-    """(users + 1, d0) encoded user features for a model that reads them (row 0 padding), through
-    epsilon1-LDP when ``cfg.epsilon1`` is set, and that release's guarantee; (None, None) otherwise."""
-    from privrec.models import MODELS
-    from privrec.privacy import features as F
-    from privrec.release.publish import perturb_user_features
-
-    if not getattr(MODELS.get(cfg.model), "needs_features", False):
-        if cfg.epsilon1 is not None:
-            raise ParameterError(f"--epsilon1 is for the models that read user features (apgnn, dipsgnn), not "
-                                 f"{cfg.model}")
-        return None, None
-    if inter.user_features is None:
-        raise ParameterError(f"{cfg.model} reads user features, and {cfg.dataset} has none (a .user file with "
-                             "age/gender/occupation); use srgnn")
-    frame = inter.user_features.reindex(range(1, inter.n_users + 1))
-    if cfg.epsilon1 is None:
-        encoded, g = F.encode_features(frame, F.movielens_schema(frame)), None
-    else:
-        encoded, g, _ = perturb_user_features(frame, cfg.epsilon1, np.random.default_rng([cfg.release_seed, 11]))
-        log(f"user features through epsilon1 = {cfg.epsilon1:g} LDP: {g.summary().splitlines()[0]}")
-    out = np.zeros((inter.n_users + 1, encoded.shape[1]), dtype=np.float32)
-    out[1:] = encoded
-    return out, g
-
-
-def prefix_task(split: Split, n_items: int, max_len: int):
+def prefix_task(split: Split, n_items: int, max_len: int, bucket: bool = True):
     """DIPSGNN's protocol task over ``split``'s sequences (each cut to its last ``max_len`` items); the
     one constructor for training (:func:`run`) and ``privrec evaluate``."""
     from privrec.training.tasks.prefixes import PrefixTask
 
-    return PrefixTask(split.full_history(), n_items, max_len, seed=0, keep_last=max_len)
-
-
-def _dpsgd(cfg: SequentialConfig, task, log):
-    """(task, optimizer factory by seed, noise multiplier): Adam as is, or with ``cfg.dpsgd_epsilon`` DP-SGD
-    on Poisson batches of expected size ``batch_size``, noise calibrated over the epoch cap."""
-    from privrec.training.trainer import adam
-
-    if cfg.dpsgd_epsilon is None:
-        return task, lambda seed: adam, None
-    from privrec.training import dpsgd
-
-    setting = dpsgd.DPSGDConfig(max_grad_norm=cfg.dpsgd_clip, epsilon=cfg.dpsgd_epsilon, delta=cfg.delta)
-    poisson = dpsgd.PoissonTask(task, min(1.0, cfg.train.batch_size / task.n_train_samples))
-    z = dpsgd.calibrate_noise(setting.epsilon, setting.delta, poisson.sample_rate,
-                              cfg.train.epochs * poisson.steps_per_epoch)
-    log(f"DP-SGD: noise multiplier {z:.4g}, clip {cfg.dpsgd_clip:g}, sample rate {poisson.sample_rate:.3g}, "
-        f"calibrated to epsilon {setting.epsilon:g} at delta {setting.delta:g} over {cfg.train.epochs} epochs")
-    return poisson, lambda seed: (lambda m, c: dpsgd.make_private(m, adam(m, c), z, cfg.dpsgd_clip,
-                                                                  cfg.train.batch_size, seed)), z
-
-
-def _passes(cfg: SequentialConfig, split: Split, epochs: int) -> int:
-    """Noisy aggregations that can read one transition in ``epochs``: per epoch it lies in at most
-    min(max_len, longest sequence) - 1 training prefixes, plus one validation pass per epoch and the test pass."""
-    longest = int(split.train.lengths.max()) if len(split.train.lengths) else 1
-    return epochs * max(min(cfg.max_len, longest) - 1, 1) + epochs + 1
-
-
-def _graph_guarantee(model, cfg: SequentialConfig, split: Split, epochs: int):
-    """DIPSGNN's honest (epsilon, delta) over the run: every noisy aggregation that read a protected transition."""
-    from privrec.privacy.graph import guarantee
-
-    return guarantee(model.sigma, model.clip, model.steps, _passes(cfg, split, epochs), cfg.delta)
-
-
-def _dipsgnn_sigma(cfg: SequentialConfig, split: Split, log) -> dict:
-    """{"sigma": ...} from ``cfg.epsilon2`` under ``cfg.accounting`` (empty when not asked)."""
-    if cfg.epsilon2 is None:
-        return {}
-    if cfg.model != "dipsgnn":
-        raise ParameterError(f"--epsilon2 sets DIPSGNN's aggregation noise, not {cfg.model}'s")
-    if "sigma" in cfg.model_config:
-        raise ParameterError("give either --epsilon2 (sigma calibrated) or --set sigma=..., not both")
-    from privrec.privacy.graph import calibrate_sigma, paper_sigma
-
-    mc = cfg.resolved_model_config()
-    clip, steps = float(mc.get("clip", 0.2)), int(mc.get("steps", 1))
-    if cfg.accounting == "paper":
-        sigma = paper_sigma(cfg.epsilon2, clip, steps, cfg.delta)
-    else:
-        sigma = calibrate_sigma(cfg.epsilon2, cfg.delta, clip, steps, _passes(cfg, split, cfg.train.epochs))
-    log(f"dipsgnn: sigma {sigma:.4g} for epsilon2 = {cfg.epsilon2:g} ({cfg.accounting} accounting, C = {clip:g}, "
-        f"T = {steps})")
-    return {"sigma": sigma}
+    return PrefixTask(split.full_history(), n_items, max_len, seed=0, keep_last=max_len, bucket=bucket)
 
 
 def _private(cfg: SequentialConfig, inter: Interactions, split: Split, folder: Path | None, log):
@@ -392,7 +332,17 @@ def markdown(result: dict) -> str:
             lines += ["", f"Seed {r['seed']}, DP-SGD: epsilon {g['epsilon']:.4g} at delta {g['delta']:g} over "
                           f"{g['parameters']['steps']:,} steps (noise multiplier {g['parameters']['noise_multiplier']:.4g}, "
                           f"clip {g['parameters']['max_grad_norm']:g}); unit: {g['unit_of_privacy']}."]
-        if r.get("graph_guarantee"):
+        if r.get("dpmf_guarantee"):
+            g = r["dpmf_guarantee"]
+            lines += ["", f"Seed {r['seed']}, DPMF: objective perturbed at the paper's epsilon "
+                          f"{g['paper_claim']['epsilon']:g}; **no guarantee proven** for the trained model: "
+                          f"{g['validity']}."]
+        if r.get("graph_guarantee", {}).get("mechanism") == "edgerand":
+            g = r["graph_guarantee"]
+            lines += ["", f"Seed {r['seed']}, EdgeRand graphs: epsilon {g['epsilon']:.4g} at delta {g['delta']:g}, one "
+                          f"release read by every epoch (noise std {g['parameters']['noise_std']:.4g}); unit: "
+                          f"{g['unit_of_privacy']}."]
+        elif r.get("graph_guarantee"):
             g, claim = r["graph_guarantee"], r["graph_guarantee"].get("paper_claim", {})
             lines += ["", f"Seed {r['seed']}, noisy aggregation: true epsilon {g['epsilon']:.4g} at delta {g['delta']:g} "
                           f"over {g['parameters']['passes']:,} passes x T = {g['parameters']['T']} "

@@ -8,16 +8,18 @@ from privrec.models.bert4rec import BERT4Rec, MergedBERT4Rec
 from privrec.models.dasl import DASL
 from privrec.models.ddtcdr import DDTCDR
 from privrec.models.dipsgnn import APGNN, DIPSGNN
+from privrec.models.edgerand import EdgeRand
 from privrec.models.gru4rec import GRU4Rec
 from privrec.models.heterocdr import HeteroCDR
-from privrec.models.mf import BPRMF, DMF, NeuMF
+from privrec.models.mf import BPRMF, DMF, DPMF, NeuMF, PrefixBPRMF
 from privrec.models.sasrec import SASRec
 from privrec.models.srgnn import SRGNN
 
 MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "bert4rec": BERT4Rec,
                                      "rr-bert4rec": MergedBERT4Rec, "dasl": DASL, "bpr": BPRMF, "neumf": NeuMF,
                                      "dmf": DMF, "heterocdr": HeteroCDR, "ddtcdr": DDTCDR,
-                                     "srgnn": SRGNN, "apgnn": APGNN, "dipsgnn": DIPSGNN}
+                                     "srgnn": SRGNN, "apgnn": APGNN, "dipsgnn": DIPSGNN,
+                                     "edgerand": EdgeRand, "bprmf": PrefixBPRMF, "dpmf": DPMF}
 
 
 def check_config(cls: type[Recommender], config: dict) -> None:
@@ -70,4 +72,4 @@ def build_on(name: str, train_inputs, **config) -> Recommender:
     return cls.learn(train_inputs, **config)
 
 
-__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec", "SRGNN", "APGNN", "DIPSGNN"]
+__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec", "SRGNN", "APGNN", "DIPSGNN", "EdgeRand", "PrefixBPRMF", "DPMF"]

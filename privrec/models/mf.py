@@ -79,6 +79,72 @@ class BPRMF(PairModel):
         return out
 
 
+class PrefixBPRMF(BPRMF):
+    """BPR-MF on the prefixes protocol (DIPSGNN's Table 2 baseline): each training prefix is read as
+    its (user, next item) pair — MF has no order — against one uniform negative item (BPR); a user's
+    score of every item is ``p_u · q_i``, the same for all of their test prefixes."""
+
+    name = "bprmf"
+    task = "prefixes"
+    needs_users = True                  # the experiment passes n_users
+
+    def __init__(self, n_items: int, n_users: int, max_len: int = 50, dim: int = 64):
+        super().__init__(n_users, n_items, dim)
+        self._config.update(max_len=max_len)
+        self.max_len = max_len
+
+    def user_vectors(self, users: torch.Tensor) -> torch.Tensor:
+        return self.user(users)
+
+    def bpr(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        pos = batch["target"][:, -1]
+        keep = pos > 0
+        pos = pos[keep]
+        neg = torch.randint(1, self.item.num_embeddings, pos.shape, device=pos.device)
+        p = self.user_vectors(batch["user"][keep])
+        s = (p[:, None, :] * self.item(torch.stack([pos, neg], 1))).sum(-1)
+        return -F.logsigmoid(s[:, 0] - s[:, 1]).mean()
+
+    def loss(self, batch):
+        return self.bpr(batch)
+
+    def score(self, batch):
+        out = self.user_vectors(batch["user"]) @ self.item.weight.T
+        out[:, 0] = -torch.inf
+        return out
+
+
+class DPMF(PrefixBPRMF):
+    """DPMF_imp (Hua et al. [25], implicit feedback as the DIPSGNN paper adapts it): BPR-MF with user
+    profiles kept in the unit ball and the objective perturbed by ``Σ_i η_i · q_i`` (noise from
+    :func:`privrec.privacy.objective.objective_noise`, set with :meth:`set_noise`, fixed for the run)
+    plus ``reg · Σ_i ||q_i||²``; both in the per-sample mean form of the summed objective (÷ M, the
+    number of training samples), so SGD on batches follows [25]'s objective."""
+
+    name = "dpmf"
+
+    def __init__(self, n_items: int, n_users: int, max_len: int = 50, dim: int = 64, reg: float = 1.0):
+        super().__init__(n_items, n_users, max_len, dim)
+        self._config.update(reg=reg)
+        self.reg = float(reg)
+        self.register_buffer("eta", torch.zeros(n_items + 1, dim))
+        self.register_buffer("n_train", torch.ones(()))
+
+    def set_noise(self, eta: torch.Tensor, n_train: int) -> None:
+        if tuple(eta.shape) != tuple(self.eta.shape):
+            raise ValueError(f"noise must have shape {tuple(self.eta.shape)}, got {tuple(eta.shape)}")
+        self.eta.copy_(eta)
+        self.n_train.fill_(float(n_train))
+
+    def user_vectors(self, users):
+        x = self.user(users)
+        return x / x.norm(dim=-1, keepdim=True).clamp_min(1.0)          # ||p_u|| <= 1: [25]'s premise
+
+    def loss(self, batch):
+        q = self.item.weight
+        return self.bpr(batch) + ((self.eta * q).sum() + self.reg * (q * q).sum()) / self.n_train
+
+
 class NeuMF(PairModel):
     name = "neumf"
 

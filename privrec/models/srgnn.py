@@ -98,9 +98,14 @@ class SRGNN(NextItemModel):
         """Eq. 1: each node's messages from its in- and out-neighbours, (B, N, 2h)."""
         return torch.cat([a_in @ self.edge_in(h), a_out @ self.edge_out(h)], -1)
 
+    def adjacency(self, seq: torch.Tensor, batch: dict | None = None) -> tuple[torch.Tensor, ...]:
+        """``(nodes, alias, a_in, a_out)`` of the batch's prefixes (:func:`graphs`); the hook where
+        EdgeRand reads its published noisy graphs instead."""
+        return graphs(seq, self.weighted, normalise=self.normalise_graph)
+
     def node_states(self, seq: torch.Tensor, batch: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Node states after ``steps`` gated-GNN steps (B, N, h), and the alias of each position."""
-        nodes, alias, a_in, a_out = graphs(seq, self.weighted, normalise=self.normalise_graph)
+        nodes, alias, a_in, a_out = self.adjacency(seq, batch)
         h = self.item_embedding(nodes)
         for _ in range(self.steps):
             h = self.cell(self.aggregate(a_in, a_out, h, batch), h)

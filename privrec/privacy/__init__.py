@@ -6,6 +6,7 @@ Where is ...?
   randomised response with alternatives (Mu & Lim)  -> privrec.privacy.rr, privrec.privacy.alternatives
   user-feature LDP: piecewise + OUE (DIPSGNN)       -> privrec.privacy.features
   noisy GNN aggregation, EdgeRand (DIPSGNN)         -> privrec.privacy.graph
+  objective perturbation of MF, DPMF (DIPSGNN's [25]) -> privrec.privacy.objective
   federated gradient codec (PFCR)                   -> privrec.privacy.fedcodec
   guarantees, certificates                          -> privrec.privacy.guarantee
   dp-accounting helpers, ledger                     -> privrec.privacy.accounting, privrec.privacy.ledger

@@ -74,6 +74,10 @@ K_DIVISOR = 2.5            # Eq. 3: k = max(1, min(n, floor(eps1 / 2.5)))
 ML1M_AGE = (1, 18, 25, 35, 45, 50, 56)
 ML1M_GENDER = ("F", "M")
 ML1M_OCCUPATION = tuple(range(21))
+# ML-100K (its README / u.occupation): raw ages and occupation names; recoded to ML-1M's age ranges
+ML100K_OCCUPATION = ("administrator", "artist", "doctor", "educator", "engineer", "entertainment", "executive",
+                     "healthcare", "homemaker", "lawyer", "librarian", "marketing", "none", "other", "programmer",
+                     "retired", "salesman", "scientist", "student", "technician", "writer")
 
 
 # ------------------------------------------------------------------ Algorithm 1: piecewise mechanism
@@ -391,9 +395,28 @@ def encode_features(frame: pd.DataFrame, schema: FeatureSchema) -> np.ndarray:
     return out
 
 
+def as_movielens(frame: pd.DataFrame) -> pd.DataFrame:
+    """ML-100K's user table in ML-1M's coding, so both read with :func:`movielens_schema`: raw ages
+    bucketed into ML-1M's documented ranges (1: under 18, 18: 18-24, 25: 25-34, 35: 35-44, 45: 45-49,
+    50: 50-55, 56: 56+), occupations kept as ML-100K's documented names. ML-1M's table passes unchanged."""
+    if "age" not in frame.columns:
+        return frame
+    age = pd.to_numeric(frame["age"], errors="coerce")
+    if age.isna().any():
+        raise ParameterError("user feature 'age' has values that are not numbers; pass a MovieLens .user table")
+    if set(age.unique()) <= set(ML1M_AGE):
+        return frame
+    if (age < 0).any():
+        raise ParameterError("user feature 'age' has negative values")
+    out = frame.copy()
+    out["age"] = np.asarray(ML1M_AGE, dtype=float)[np.searchsorted(np.asarray(ML1M_AGE), age.to_numpy(), "right") - 1]
+    return out
+
+
 def movielens_schema(frame: pd.DataFrame | None = None) -> FeatureSchema:
     """ML-1M's user features as DIPSGNN uses them: age range (7 codes), gender (F/M) and
-    occupation (0-20), all categorical (zip code ignored). Categories are ML-1M's documented
+    occupation (0-20; ML-100K's 21 names), all categorical (zip code ignored); ML-100K's table
+    after :func:`as_movielens`. Categories are ML-1M's documented
     codes, never read from the data. With ``frame`` (e.g. RecBole's ml-1m.user read by
     ``read_atomic``: age and occupation float, gender token), the columns are checked and the
     codes typed to match (numbers for numeric columns, strings otherwise)."""
@@ -404,7 +427,10 @@ def movielens_schema(frame: pd.DataFrame | None = None) -> FeatureSchema:
             if name not in frame.columns:
                 raise ParameterError(f"ML-1M attribute {name!r} not among the feature columns {list(frame.columns)}; "
                                      "pass the ml-1m.user table (columns age, gender, occupation)")
-            if name != "gender":
+            if name == "occupation" and set(frame[name].dropna().astype(str)) <= set(ML100K_OCCUPATION) and \
+                    not pd.api.types.is_numeric_dtype(frame[name]):
+                codes = ML100K_OCCUPATION               # ML-100K's names
+            elif name != "gender":
                 numeric = pd.api.types.is_numeric_dtype(frame[name])
                 codes = tuple(float(c) for c in codes) if numeric else tuple(str(c) for c in codes)
         attrs.append(categorical(name, codes))

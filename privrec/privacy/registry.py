@@ -41,6 +41,8 @@ MECHANISMS: dict[str, Mechanism] = {m.name: m for m in (
               "clipped rows + Gaussian noise in every aggregation step of the gated GNN"),
     Mechanism("edgerand", "DIPSGNN (baseline)", "privrec.privacy.graph", None, 1.0, (),
               "Gaussian noise on the adjacency counts, once"),
+    Mechanism("dpmf", "DIPSGNN (baseline [25])", "privrec.privacy.objective", None, 5.0, (),
+              "objective perturbation of MF item profiles (Hua et al.): claimed epsilon, none proven as trained"),
     Mechanism("pfcr-paper", "PFCR", "privrec.privacy.fedcodec", None, 0.5, ("pfcr-paper",),
               "the paper's gradient codec (quantise, randomise bucket); true epsilon ln(1 + b(e^eps + 1))"),
     Mechanism("pfcr-calibrated", "PFCR", "privrec.privacy.fedcodec", None, 0.5, ("pfcr-calibrated",),
@@ -118,6 +120,12 @@ def _edgerand(eps, delta, **_) -> Guarantee:
     return G.edge_rand(np.zeros((1, 2, 2)), eps, delta, np.random.default_rng(0))[2]    # parameters only
 
 
+def _dpmf(eps, **_) -> Guarantee:
+    from privrec.privacy import objective
+
+    return objective.guarantee(eps)
+
+
 def _pfcr(mode: str) -> Callable[..., Guarantee]:
     def build(eps, delta, buckets, coords, rounds, **_) -> Guarantee:
         from privrec.privacy import fedcodec
@@ -128,7 +136,7 @@ def _pfcr(mode: str) -> Callable[..., Guarantee]:
 
 _GUARANTEES: dict[str, Callable[..., Guarantee]] = {
     "sdp": _sdp, "rr": _rr, "jlt": _jlt("jlt"), "sjlt": _jlt("sjlt"), "features": _features, "graph": _graph,
-    "edgerand": _edgerand, "pfcr-paper": _pfcr("paper"), "pfcr-calibrated": _pfcr("calibrated"),
+    "edgerand": _edgerand, "dpmf": _dpmf, "pfcr-paper": _pfcr("paper"), "pfcr-calibrated": _pfcr("calibrated"),
 }
 
 

@@ -144,6 +144,7 @@ def perturb_user_features(frame, epsilon: float, rng: np.random.Generator) -> tu
     from privrec.privacy import features as F
 
     eps = check_epsilon(epsilon)
+    frame = F.as_movielens(frame)
     schema = F.movielens_schema(frame)
     encoded = F.encode_features(frame, schema)
     out, g = F.perturb_features(encoded, schema, eps, rng)

@@ -1,0 +1,149 @@
+"""What the private sequential models read, built before training from the data and the config:
+the ε₁-LDP user features (APGNN, DIPSGNN, EdgeRand), EdgeRand's published noisy behaviour graphs,
+DIPSGNN's noise σ for a target ε₂ (paper or honest accounting) and its whole-run guarantee, and
+DP-SGD's private optimizer (Opacus). Each returns the data plus the guarantee it was released under;
+:func:`privrec.experiments.sequential.run` calls them in that order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from privrec.data.interactions import Interactions
+from privrec.data.splits import Split
+from privrec.errors import ParameterError
+
+
+def user_features(cfg, inter: Interactions, log):
+    """(users + 1, d0) encoded user features for a model that reads them (row 0 padding), through
+    epsilon1-LDP when ``cfg.epsilon1`` is set, and that release's guarantee; (None, None) for a model that
+    reads none. ``cfg.user_features = False`` (the paper's "-U" ablations): all-zero rows, nothing released."""
+    from privrec.models import MODELS
+    from privrec.privacy import features as F
+    from privrec.release.publish import perturb_user_features
+
+    if not getattr(MODELS.get(cfg.model), "needs_features", False):
+        if cfg.epsilon1 is not None or not cfg.user_features:
+            raise ParameterError(f"--epsilon1 and --no-user-features are for the models that read user features "
+                                 f"(apgnn, dipsgnn, edgerand), not {cfg.model}")
+        return None, None
+    if not cfg.user_features:
+        if cfg.epsilon1 is not None:
+            raise ParameterError("--epsilon1 perturbs the user features, and --no-user-features drops them; give one")
+        log(f"{cfg.model} without user features (all-zero user rows: the '-U' ablation)")
+        return np.zeros((inter.n_users + 1, 1), dtype=np.float32), None
+    if inter.user_features is None:
+        raise ParameterError(f"{cfg.model} reads user features, and {cfg.dataset} has none (a .user file with "
+                             "age/gender/occupation); use srgnn")
+    frame = inter.user_features.reindex(range(1, inter.n_users + 1))
+    if cfg.epsilon1 is None:
+        frame = F.as_movielens(frame)
+        encoded, g = F.encode_features(frame, F.movielens_schema(frame)), None
+    else:
+        encoded, g, _ = perturb_user_features(frame, cfg.epsilon1, np.random.default_rng([cfg.release_seed, 11]))
+        log(f"user features through epsilon1 = {cfg.epsilon1:g} LDP: {g.summary().splitlines()[0]}")
+    out = np.zeros((inter.n_users + 1, encoded.shape[1]), dtype=np.float32)
+    out[1:] = encoded
+    return out, g
+
+
+def dpsgd_optimizer(cfg, task, log):
+    """(task, optimizer factory by seed, noise multiplier): Adam as is, or with ``cfg.dpsgd_epsilon`` DP-SGD
+    on Poisson batches of expected size ``batch_size``, noise calibrated over the epoch cap."""
+    from privrec.training.trainer import adam
+
+    if cfg.dpsgd_epsilon is None:
+        return task, lambda seed: adam, None
+    from privrec.training import dpsgd
+
+    setting = dpsgd.DPSGDConfig(max_grad_norm=cfg.dpsgd_clip, epsilon=cfg.dpsgd_epsilon, delta=cfg.delta)
+    poisson = dpsgd.PoissonTask(task, min(1.0, cfg.train.batch_size / task.n_train_samples))
+    z = dpsgd.calibrate_noise(setting.epsilon, setting.delta, poisson.sample_rate,
+                              cfg.train.epochs * poisson.steps_per_epoch)
+    log(f"DP-SGD: noise multiplier {z:.4g}, clip {cfg.dpsgd_clip:g}, sample rate {poisson.sample_rate:.3g}, "
+        f"calibrated to epsilon {setting.epsilon:g} at delta {setting.delta:g} over {cfg.train.epochs} epochs")
+    return poisson, lambda seed: (lambda m, c: dpsgd.make_private(m, adam(m, c), z, cfg.dpsgd_clip,
+                                                                  cfg.train.batch_size, seed)), z
+
+
+def passes(cfg, split: Split, epochs: int) -> int:
+    """Noisy aggregations that can read one transition in ``epochs``: per epoch it lies in at most
+    min(max_len, longest sequence) - 1 training prefixes, plus one validation pass per epoch and the test pass."""
+    longest = int(split.train.lengths.max()) if len(split.train.lengths) else 1
+    return epochs * max(min(cfg.max_len, longest) - 1, 1) + epochs + 1
+
+
+def graph_guarantee(model, cfg, split: Split, epochs: int):
+    """DIPSGNN's honest (epsilon, delta) over the run: every noisy aggregation that read a protected transition."""
+    from privrec.privacy.graph import guarantee
+
+    return guarantee(model.sigma, model.clip, model.steps, passes(cfg, split, epochs), cfg.delta)
+
+
+def dipsgnn_sigma(cfg, split: Split, log) -> dict:
+    """{"sigma": ...} from ``cfg.epsilon2`` under ``cfg.accounting`` (empty when not asked)."""
+    if cfg.epsilon2 is None or cfg.model in ("edgerand", "dpmf"):     # their own use of epsilon2
+        return {}
+    if cfg.model != "dipsgnn":
+        raise ParameterError(f"--epsilon2 sets DIPSGNN's aggregation noise, not {cfg.model}'s")
+    if "sigma" in cfg.model_config:
+        raise ParameterError("give either --epsilon2 (sigma calibrated) or --set sigma=..., not both")
+    from privrec.privacy.graph import calibrate_sigma, paper_sigma
+
+    mc = cfg.resolved_model_config()
+    clip, steps = float(mc.get("clip", 0.2)), int(mc.get("steps", 1))
+    if cfg.accounting == "paper":
+        sigma = paper_sigma(cfg.epsilon2, clip, steps, cfg.delta)
+    else:
+        sigma = calibrate_sigma(cfg.epsilon2, cfg.delta, clip, steps, passes(cfg, split, cfg.train.epochs))
+    log(f"dipsgnn: sigma {sigma:.4g} for epsilon2 = {cfg.epsilon2:g} ({cfg.accounting} accounting, C = {clip:g}, "
+        f"T = {steps})")
+    return {"sigma": sigma}
+
+
+def edge_rand_graphs(cfg, task, n_users: int, log):
+    """EdgeRand's release (:mod:`privrec.models.edgerand`): every user's whole behaviour graph (the
+    prefix task's cut sequence, training and test items) with N(0, s²) on its real block, s calibrated to
+    (``cfg.epsilon2``, ``cfg.delta``) for one release; (n_users + 1, max_len, max_len) float16 and the
+    guarantee. Seeded by ``cfg.release_seed`` (the one release every training seed reads)."""
+    from privrec.privacy.graph import edge_rand, session_graphs
+
+    if cfg.epsilon2 is None:
+        raise ParameterError("edgerand publishes the behaviour graphs under epsilon2: give --epsilon2 (the paper: 5)")
+    seqs = task.sequences
+    padded = seqs.to_padded(cfg.max_len)
+    if seqs.lengths.max(initial=0) > cfg.max_len:
+        raise ParameterError(f"edgerand reads each user's whole sequence as one graph; cut them to max_len "
+                             f"{cfg.max_len} first (the prefixes protocol does)")
+    srt = np.sort(padded, axis=1)
+    if ((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] > 0)).any():
+        raise ParameterError("edgerand's one-release-per-user reading needs sequences without repeated items (a "
+                             "prefix's graph is then a block of the user's); this dataset repeats items")
+    out = torch.zeros(n_users + 1, cfg.max_len, cfg.max_len, dtype=torch.float16)
+    rng, g = np.random.default_rng([cfg.release_seed, 13]), None
+    for start in range(0, len(padded), 1024):            # chunks: the float64 noise of 6k x 100 x 100 is 480 MB
+        rows = slice(start, start + 1024)
+        graphs = session_graphs(padded[rows], pad_to=cfg.max_len)
+        noisy, _, g = edge_rand(graphs.a_out, cfg.epsilon2, cfg.delta, rng, n_nodes=graphs.n_nodes)
+        out[rows] = torch.from_numpy(noisy).to(torch.float16)
+    log(f"edgerand: every user's behaviour graph published once, noise std {g.parameters['noise_std']:.4g} for "
+        f"epsilon2 = {cfg.epsilon2:g} at delta {cfg.delta:g} (the whole run's edge-level epsilon: one release)")
+    return out, g
+
+
+def dpmf_noise(cfg, model, task, log):
+    """DPMF's objective noise (:mod:`privrec.privacy.objective`) at ``cfg.epsilon2``, set on ``model``;
+    seeded by ``cfg.release_seed``. Returns its guarantee (the paper's claim, no proven ε)."""
+    from privrec.privacy.objective import objective_noise
+
+    if cfg.epsilon2 is None:
+        raise ParameterError("dpmf perturbs its objective under a budget: give --epsilon2 (the paper: 5)")
+    if task is None:
+        raise ParameterError("dpmf trains on prefix samples: use --protocol dipsgnn (--split prefixes)")
+    n, d = model.eta.shape
+    eta, g = objective_noise(n, d, cfg.epsilon2, np.random.default_rng([cfg.release_seed, 19]))
+    model.set_noise(torch.from_numpy(eta).float(), task.n_train_samples)
+    log(f"dpmf: objective perturbed at epsilon {cfg.epsilon2:g} (Delta = {g.parameters['sensitivity']:g}); "
+        f"{g.validity}")
+    return g
