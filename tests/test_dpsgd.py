@@ -95,7 +95,8 @@ def test_sequential_run_with_dpsgd_states_its_guarantee():
     from privrec.data.interactions import Interactions
     from privrec.data.sequences import to_sequences
     from privrec.data.splits import leave_one_out
-    from privrec.experiments.sequential import SequentialConfig, markdown, run
+    from privrec.experiments.sequential import SequentialConfig, run
+    from privrec.experiments.sequential_report import markdown
     from privrec.training.trainer import TrainConfig
 
     inter = Interactions.from_frame(make_frame(n_users=24, n_items=30, per_user=10))

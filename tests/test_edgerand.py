@@ -51,7 +51,8 @@ def test_a_prefix_reads_the_block_of_its_users_graph():
 
 
 def test_run_publishes_once_and_certifies_the_whole_run():
-    from privrec.experiments.sequential import markdown, run
+    from privrec.experiments.sequential import run
+    from privrec.experiments.sequential_report import markdown
 
     res = run(_cfg(), log=lambda m: None, data=_prefix_data())
     g = res["runs"][0]["graph_guarantee"]

@@ -9,6 +9,7 @@ from privrec.cli import main
 from privrec.data.preprocess import Preprocessing
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import sequential as seq
+from privrec.experiments import sequential_report as SR
 from privrec.inference import TrainedModel
 from privrec.training.trainer import TrainConfig
 
@@ -51,14 +52,14 @@ def test_seed_runs_merge_into_one_aggregate(tiny_inter_file, tmp_path, capsys):
         r = seq.run(tiny_cfg(tiny_inter_file, seeds=(s,)), log=lambda m: None)
         files.append(tmp_path / f"s{s}.json")
         files[-1].write_text(json.dumps(r))
-    merged = seq.merge_seeds([json.loads(f.read_text()) for f in files])
+    merged = SR.merge_seeds([json.loads(f.read_text()) for f in files])
     assert [r["seed"] for r in merged["runs"]] == [0, 1] and merged["config"]["seeds"] == [0, 1]
     assert merged["aggregate"]["test"] == both["aggregate"]["test"]
     assert main(["results", "merge", *map(str, files), "--out", str(tmp_path / "m")]) == 0
     assert "±" in (tmp_path / "m" / "results.md").read_text()
     # same seed twice, or a different configuration: refused, nothing written
     with pytest.raises(Exception, match="appear in more than one"):
-        seq.merge_seeds([json.loads(files[0].read_text())] * 2)
+        SR.merge_seeds([json.loads(files[0].read_text())] * 2)
     other = json.loads(files[0].read_text())
     other["config"]["max_len"] = 7
     (tmp_path / "other.json").write_text(json.dumps(other))

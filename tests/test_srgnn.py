@@ -184,7 +184,7 @@ def test_sequential_run_sets_features_and_states_the_guarantees(model, tmp_path)
         assert g["parameters"]["passes"] == epochs * (8 - 1) + epochs + 1    # sequences of 8 train items here
         assert g["epsilon"] > g["paper_claim"]["epsilon"] > 0                  # every pass composed
         assert res["feature_guarantee"]["epsilon"] == pytest.approx(20.0)
-        from privrec.experiments.sequential import markdown
+        from privrec.experiments.sequential_report import markdown
 
         assert "noisy aggregation: true epsilon" in markdown(res) and "epsilon1 = 20" in markdown(res)
     else:

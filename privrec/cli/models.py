@@ -101,6 +101,7 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
     import shutil
 
     from privrec.experiments import sequential as seq
+    from privrec.experiments import sequential_report as SR
     from privrec.experiments.report import text_table, write_report
     from privrec.models import MODELS as registry
     from privrec.models import check_config
@@ -148,10 +149,10 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
     state_dir = Path(str(out_dir).rstrip("/") + ".state")   # per-epoch training state: a killed run resumes
     with atomic_dir(out_dir) as tmp:
         result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir)
-        write_report(tmp, result, seq.markdown(result))
+        write_report(tmp, result, SR.markdown(result))
     shutil.rmtree(state_dir, ignore_errors=True)
     click.echo(f"\n{result['protocol']}, test split, {len(cfg.seeds)} seed(s):")
-    click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], seq.summary_rows(result, cfg.eval.ks)))
+    click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], SR.summary_rows(result, cfg.eval.ks)))
     if result.get("privacy"):
         click.echo(f"\ntrained on the release {out_dir}/release ({result['privacy']['published_users']:,} users "
                    f"published): {result['privacy']['summary'].splitlines()[0]}")

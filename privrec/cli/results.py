@@ -21,7 +21,7 @@ def results() -> None:
 def merge(files: tuple[str, ...], out: str) -> None:
     """Merge `privrec train` results.json FILES of one configuration (different seeds) into one
     report with mean ± std over all seeds."""
-    from privrec.experiments import sequential as seq
+    from privrec.experiments import sequential_report as SR
     from privrec.experiments.report import text_table, write_report
 
     loaded = []
@@ -30,8 +30,8 @@ def merge(files: tuple[str, ...], out: str) -> None:
             loaded.append(json.loads(Path(f).read_text(encoding="utf-8")))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DataFormatError(f"{f}: not a results.json ({exc}); pass the results.json written by `privrec train`") from None
-    merged = seq.merge_seeds(loaded)
-    write_report(out, merged, seq.markdown(merged))
+    merged = SR.merge_seeds(loaded)
+    write_report(out, merged, SR.markdown(merged))
     click.echo(f"{merged['protocol']}, test split, seeds {merged['config']['seeds']}:")
-    click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], seq.summary_rows(merged)))
+    click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], SR.summary_rows(merged)))
     click.echo(f"\nreport: {out}/results.md")

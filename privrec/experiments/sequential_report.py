@@ -1,0 +1,143 @@
+"""Reports of ``privrec train`` results (one sequential config, one or more seeds): the Markdown
+report with every guarantee the runs were trained under, summary rows, and merging seed runs
+trained apart (``privrec results merge``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from privrec.errors import ParameterError
+from privrec.experiments.report import aggregate, markdown_table, pm
+
+
+def aggregates(runs: list[dict]) -> dict:
+    """Test and best-validation metrics, mean ± std over the runs (seeds)."""
+    return {"test": aggregate(r["test"]["metrics"] for r in runs),
+            "valid": aggregate(r["fit"]["best_valid"]["metrics"] for r in runs if r["fit"]["best_valid"])}
+
+
+def summary_rows(result: dict, ks: tuple[int, ...] | None = None) -> list[list[str]]:
+    """One row per cut-off (default: those of the run, at most 10 and 20 where computed)."""
+    agg = result["aggregate"]["test"]
+    done = sorted({int(name.split("@")[1]) for name in agg})
+    if ks is None:
+        ks = tuple(k for k in done if k in (10, 20)) or tuple(done)
+    rows = []
+    for k in ks:
+        rows.append([result["config"]["model"], f"@{k}"] + [pm(agg.get(f"{m}@{k}")) for m in ("ndcg", "hr", "recall", "mrr")])
+    return rows
+
+
+def markdown(result: dict) -> str:
+    cfg = result["config"]
+    ds = result["dataset"]
+    lines = [
+        f"# {cfg['model']} on {cfg['dataset']}",
+        "",
+        f"Protocol: {result['protocol']}, split {cfg['split']}, max length {cfg['max_len']}, "
+        f"seeds {list(cfg['seeds'])}. Test metrics (mean ± std over seeds); model selected on validation "
+        f"{cfg['train']['select_metric']}.",
+        "",
+        markdown_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], summary_rows(result)),
+        "",
+        f"Data after preprocessing {cfg['preprocessing']}: {ds['users']:,} users, {ds['items']:,} items, "
+        f"{ds['interactions']:,} interactions.",
+        "",
+        *_privacy_lines(result.get("privacy")),
+        "| seed | best epoch | epochs run | s/epoch | test NDCG@10 | test HR@10 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["runs"]:
+        m = r["test"]["metrics"]
+        lines.append(f"| {r['seed']} | {r['fit']['best_epoch']} | {r['fit']['epochs_run']} | "
+                     f"{r['fit']['seconds_per_epoch']:.1f} | {m.get('ndcg@10', float('nan')):.4f} | "
+                     f"{m.get('hr@10', float('nan')):.4f} |")
+    if result.get("feature_guarantee"):
+        g = result["feature_guarantee"]
+        lines += ["", f"User features: {g['definition']}, epsilon1 = {g['epsilon']:g} ({g['unit_of_privacy']})."]
+    for r in result["runs"]:
+        if r.get("dpsgd_guarantee"):
+            g = r["dpsgd_guarantee"]
+            lines += ["", f"Seed {r['seed']}, DP-SGD: epsilon {g['epsilon']:.4g} at delta {g['delta']:g} over "
+                          f"{g['parameters']['steps']:,} steps (noise multiplier {g['parameters']['noise_multiplier']:.4g}, "
+                          f"clip {g['parameters']['max_grad_norm']:g}); unit: {g['unit_of_privacy']}."]
+        if r.get("dpmf_guarantee"):
+            g = r["dpmf_guarantee"]
+            lines += ["", f"Seed {r['seed']}, DPMF: objective perturbed at the paper's epsilon "
+                          f"{g['paper_claim']['epsilon']:g}; **no guarantee proven** for the trained model: "
+                          f"{g['validity']}."]
+        if r.get("graph_guarantee", {}).get("mechanism") == "edgerand":
+            g = r["graph_guarantee"]
+            lines += ["", f"Seed {r['seed']}, EdgeRand graphs: epsilon {g['epsilon']:.4g} at delta {g['delta']:g}, one "
+                          f"release read by every epoch (noise std {g['parameters']['noise_std']:.4g}); unit: "
+                          f"{g['unit_of_privacy']}."]
+        elif r.get("graph_guarantee"):
+            g, claim = r["graph_guarantee"], r["graph_guarantee"].get("paper_claim", {})
+            lines += ["", f"Seed {r['seed']}, noisy aggregation: true epsilon {g['epsilon']:.4g} at delta {g['delta']:g} "
+                          f"over {g['parameters']['passes']:,} passes x T = {g['parameters']['T']} "
+                          f"(the paper's per-pass epsilon2: {claim.get('epsilon', float('nan')):.4g}); unit: "
+                          f"{g['unit_of_privacy']}."]
+    env = result["environment"]
+    lines += ["", f"privrec {env['privrec']} (git {env['git_commit']}), torch {env['torch']}, numpy {env['numpy']}, "
+                  f"Python {env['python']}; total {result['seconds']} s."]
+    return "\n".join(lines) + "\n"
+
+
+def _privacy_lines(privacy: dict | None) -> list[str]:
+    if not privacy:
+        return ["Trained on the raw data (no privacy mechanism).", ""]
+    inp = privacy["input"]
+    return [f"**Trained on a randomised-response release** (`release/`, its `certificate.json`): "
+            f"{privacy['summary'].splitlines()[0]}. Perturbed: {inp['perturbed']}. "
+            f"{privacy['published_users']:,} of {inp['users']:,} users published ({inp['refused_users']:,} refused, "
+            f"short histories: {inp['short_histories']}); alternatives: {inp['alternatives']}.",
+            f"Not protected: {inp['not_protected']}.", ""]
+
+
+def _comparable(config: dict) -> dict:
+    """A sequential config without what legitimately differs between seed runs: the seeds,
+    progress bars and the device setting (each part's environment is kept in ``merged_from``)."""
+    c = json.loads(json.dumps(config))
+    c.pop("seeds", None)
+    for part in ("train", "eval"):
+        for key in ("seed", "progress", "device"):
+            c.get(part, {}).pop(key, None)
+    return c
+
+
+def merge_seeds(results: Sequence[dict]) -> dict:
+    """One result from several ``run`` results of the same configuration with different seeds
+    (seeds trained in separate processes or on separate machines): runs concatenated in seed
+    order, test/valid aggregates recomputed (mean ± sample std). Raises if the configurations,
+    datasets or protocols differ, or a seed appears twice."""
+    if not results:
+        raise ParameterError("nothing to merge: give at least one results.json")
+    for r in results:
+        if r.get("kind") != "sequential":
+            raise ParameterError(f"can only merge `privrec train` results (kind 'sequential'), got kind {r.get('kind')!r}")
+    base = _comparable(results[0]["config"])
+    for r in results[1:]:
+        other = _comparable(r["config"])
+        if other != base:
+            diff = sorted(k for k in set(base) | set(other) if base.get(k) != other.get(k))
+            raise ParameterError(f"results differ in configuration ({', '.join(diff)}); only seed runs of one "
+                                 "configuration can be merged")
+        if r["dataset"] != results[0]["dataset"] or r["protocol"] != results[0]["protocol"]:
+            raise ParameterError("results were computed on different data or protocols; they cannot be merged")
+    runs = sorted((run for r in results for run in r["runs"]), key=lambda run: run["seed"])
+    seeds = [run["seed"] for run in runs]
+    if len(set(seeds)) != len(seeds):
+        raise ParameterError(f"seed(s) {sorted({s for s in seeds if seeds.count(s) > 1})} appear in more than one result")
+    config = {**results[0]["config"], "seeds": seeds}
+    return {
+        "kind": "sequential",
+        "config": config,
+        "dataset": results[0]["dataset"],
+        "protocol": results[0]["protocol"],
+        "runs": runs,
+        "aggregate": aggregates(runs),
+        "seconds": round(sum(float(r["seconds"]) for r in results), 1),
+        "environment": results[-1]["environment"],
+        "merged_from": [{"seeds": [run["seed"] for run in r["runs"]], "environment": r["environment"]} for r in results],
+    }
