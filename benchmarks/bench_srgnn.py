@@ -1,8 +1,11 @@
-"""SR-GNN training cost on ML-1M prefixes (RecBole protocol: rating >= 3, 10-core, leave-one-out,
-max length 50, every prefix a sample): seconds per batch forward + backward + Adam step, per
-prefix, and the extrapolated epoch, next to RecBole's published 655.6 s/epoch (a GPU figure).
+"""SR-GNN / DIPSGNN training cost on ML-1M prefixes: seconds per batch forward + backward + Adam
+step, per prefix, and the extrapolated epoch, next to RecBole's published 655.6 s/epoch for SR-GNN
+(a GPU figure). ``--protocol recbole``: rating >= 3, 10-core, leave-one-out, max length 50, every
+prefix a sample; ``--protocol dipsgnn``: the DIPSGNN paper's (rating >= 4, last 100 items, 80/20),
+batches in random order (``--no-bucket``) or bucketed by prefix length (the default of training).
 
     python benchmarks/bench_srgnn.py [--batches 30] [--batch-size 512] [--threads 1]
+    python benchmarks/bench_srgnn.py --protocol dipsgnn --model dipsgnn --hidden 100 [--no-bucket]
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--protocol", choices=["recbole", "dipsgnn"], default="recbole")
+    ap.add_argument("--model", choices=["srgnn", "dipsgnn"], default="srgnn")
+    ap.add_argument("--bucket", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -28,10 +34,17 @@ def main() -> None:
     from privrec.models import build
     from privrec.training.tasks import task_for
 
-    preset = seq.PROTOCOLS["recbole"]
+    preset = seq.PROTOCOLS[args.protocol]
     inter, split = seq.prepare("ml-1m", preset["preprocessing"], preset["split"])
-    model = build("srgnn", n_items=inter.n_items, max_len=50, hidden=args.hidden)
-    task = task_for(model, split, inter.n_items, 50)
+    max_len = preset["max_len"]
+    kw = dict(n_users=inter.n_users + 1, n_features=30, user_dim=50) if args.model == "dipsgnn" else {}
+    model = build(args.model, n_items=inter.n_items, max_len=max_len, hidden=args.hidden, **kw)
+    if args.protocol == "dipsgnn":
+        task = seq.prefix_task(split, inter.n_items, max_len, bucket=args.bucket)
+        n = task.n_train_samples
+    else:
+        task = task_for(model, split, inter.n_items, max_len)
+        n = task.n_train_windows
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     batches = task.train_batches(args.batch_size, np.random.default_rng(0))
     times = []
@@ -44,10 +57,11 @@ def main() -> None:
         opt.step()
         if i:                                   # the first batch warms up
             times.append(time.perf_counter() - t0)
-    per_batch = float(np.median(times))
-    n = task.n_train_windows
+    per_batch = float(np.mean(times))            # mean: bucketed batches differ in cost by design
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"| SR-GNN (h={args.hidden}, T=1) ML-1M prefixes, {args.threads} thread(s), batch {args.batch_size} "
+    order = "bucketed" if args.bucket and args.protocol == "dipsgnn" else "random order"
+    print(f"| {args.model} (h={args.hidden}, T=1) ML-1M prefixes ({args.protocol} protocol, {order}), "
+          f"{args.threads} thread(s), batch {args.batch_size} "
           f"| {per_batch:.3f} s/batch, {1e6 * per_batch / args.batch_size:.0f} µs/prefix "
           f"| epoch ({n:,} prefixes) ≈ {per_batch * n / args.batch_size / 60:.1f} min "
           f"| RecBole (GPU, published) 655.6 s | peak RSS {peak:,.0f} MB |")
