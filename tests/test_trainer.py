@@ -191,3 +191,14 @@ def test_train_epochs_continues_one_stream(task):
         assert torch.equal(v, w) if isinstance(v, torch.Tensor) else True
     with pytest.raises(ParameterError):
         a.train_epochs(0)
+
+
+def test_a_diverging_loss_is_a_privrec_error_with_advice(task):
+    from privrec.errors import PrivrecError, TrainingError
+
+    trainer = _trainer(task)
+    model = trainer.model
+    model.loss = lambda batch: torch.tensor(float("nan"), requires_grad=True)     # a diverged loss
+    with pytest.raises(TrainingError, match="lower the learning rate") as err:
+        trainer.fit()
+    assert isinstance(err.value, PrivrecError) and "grad_clip" in str(err.value)

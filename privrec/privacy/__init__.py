@@ -8,7 +8,7 @@ Where is ...?
   noisy GNN aggregation, EdgeRand (DIPSGNN)         -> privrec.privacy.graph
   objective perturbation of MF, DPMF (DIPSGNN's [25]) -> privrec.privacy.objective
   federated gradient codec (PFCR)                   -> privrec.privacy.fedcodec
-  guarantees, certificates                          -> privrec.privacy.guarantee
+  guarantees (certificates: privrec.release)       -> privrec.privacy.guarantee
   dp-accounting helpers, ledger                     -> privrec.privacy.accounting, privrec.privacy.ledger
   validation of epsilon / delta / ids               -> privrec.privacy.validate
   empirical audit (Clopper-Pearson lower bound)     -> privrec.privacy.audit, privrec.privacy.catalogue

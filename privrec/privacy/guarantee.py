@@ -1,4 +1,4 @@
-"""Guarantees as data, and the JSON privacy certificate written next to every release.
+"""Guarantees as data (the certificate written with every release is :mod:`privrec.release.certificate`).
 
 A :class:`Guarantee` states exactly what a mechanism run gives: the definition, epsilon,
 delta, the unit of privacy (what two neighbouring inputs differ in), the parameters,
@@ -8,21 +8,9 @@ else - the paper's claim next to the true value with a one-line reason.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-from privrec.utils.repro import SeedInfo, environment
-
-LIMITATIONS = (
-    "Randomness comes from NumPy's PCG64 generator seeded as recorded here: it is reproducible but not a "
-    "cryptographically secure generator, so anyone who learns the seed can undo the noise.",
-    "Floating-point sampling (Gaussian, uniform) is not hardened against Mironov-style attacks on the "
-    "least-significant bits of the output; the stated epsilon assumes ideal real-valued sampling.",
-    "Guarantees cover only the unit of privacy stated; correlated records (e.g. all of one user's "
-    "interactions) are protected only to the extent the group-level numbers say.",
-)
 
 
 @dataclass(frozen=True)
@@ -104,27 +92,3 @@ def _num(x: Any) -> Any:
 
 def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.4g}"
-
-
-def certificate(guarantee: Guarantee, seed: SeedInfo, *, input_desc: dict | None = None,
-                output_desc: dict | None = None, extra: dict | None = None) -> dict:
-    """The privacy certificate: guarantee + randomness + data description + provenance + limitations."""
-    cert = {
-        "format": "privrec-privacy-certificate/1",
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "guarantee": guarantee.to_dict(),
-        "summary": guarantee.summary(),
-        "randomness": {
-            **seed.to_dict(),
-            "generator": "numpy.random.PCG64",
-            "note": "seed given by the user: reproducible" if seed.source == "user"
-                    else "seed drawn from the OS CSPRNG (secrets) for this run; keep this file private",
-        },
-        "input": input_desc or {},
-        "output": output_desc or {},
-        "environment": environment(),
-        "limitations": list(LIMITATIONS),
-    }
-    if extra:
-        cert.update(extra)
-    return cert

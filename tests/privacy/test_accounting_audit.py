@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from privrec.privacy import accounting, audit, sdp
-from privrec.privacy.guarantee import Guarantee, certificate
+from privrec.privacy.guarantee import Guarantee
 from privrec.privacy.ledger import Ledger
+from privrec.release.certificate import certificate
 from privrec.utils.repro import resolve_seed
 
 
@@ -100,7 +101,8 @@ def test_sdp_audit_stays_below_its_true_epsilon():
 
 def test_certificate_has_everything():
     g = sdp.guarantee(2.0, 50, 10)
-    cert = certificate(g, resolve_seed(None), input_desc={"rows": 3})
-    assert cert["randomness"]["source"] == "os-csprng" and cert["limitations"]
+    cert = certificate(g, resolve_seed(None), kind="sequences", input_desc={"rows": 3})
+    assert cert["randomness"]["seed_source"] == "os-csprng" and cert["randomness"]["seed"] is None
+    assert cert["limitations"]
     assert cert["guarantee"]["paper_claim"]["epsilon"] == 2.0 and "environment" in cert
     assert isinstance(Guarantee("x", "eps-DP", math.inf).to_dict()["epsilon"], str)

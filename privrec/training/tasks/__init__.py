@@ -21,6 +21,10 @@ task                      a training sample                      evaluated on
 :class:`InteractionTask`  a training (user, item) pair with 4    each user's random held-out item (valid,
  (BPR, NeuMF, DMF,        uniform negatives (order ignored)      test) scored from the user id; the model
  HeteroCDR / PriCDR)                                             holds its rows and the published source
+:class:`PrefixTask`       every prefix of the first 80% of a     each test prefix (last 20%) ranked from
+ (SR-GNN, APGNN, DIPSGNN, user's last ``max_len`` items with its  everything before it, per sample; a random
+ EdgeRand, BPR-MF, DPMF;  next item; its graph built by the      10% of training prefixes validates;
+ DIPSGNN's protocol)      model (Eq. 4) or read from a release   history not masked
 ========================  =====================================  ==========================================
 
 Common to all: the split decides the held-out items (:mod:`privrec.data.splits`:
