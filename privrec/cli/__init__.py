@@ -63,6 +63,26 @@ def _process_setup() -> dict:
     return previous
 
 
+def _os_error(exc: OSError) -> str:
+    """A file-system failure in words that name what the user typed: privrec's hidden helpers (a
+    release's ``.NAME.lock``, an atomic writer's ``.NAME.*.tmp``) are reported as the folder or file
+    they stand for."""
+    from pathlib import Path
+
+    name = exc.filename
+    if name is None:
+        return f"{exc.strerror or exc}; check the paths you gave and their permissions"
+    path = Path(str(name))
+    shown = path
+    if path.name.startswith(".") and (path.name.endswith(".lock") or ".tmp" in path.name):
+        shown = path.parent / path.name[1:].split(".lock")[0].split(".tmp")[0].rstrip(".")
+    what = {PermissionError: "no permission to write or read", FileNotFoundError: "no such folder or file",
+            FileExistsError: "a file is in the way of", NotADirectoryError: "a file is in the way of",
+            IsADirectoryError: "a folder is in the way of"}.get(type(exc), exc.strerror or "cannot access")
+    return (f"{what} {shown} ({exc.strerror}); choose an output in a folder that exists and you can write, "
+            "or fix the input path")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -83,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return 130
+    except OSError as exc:
+        if debug:
+            raise
+        click.echo(f"error: {_os_error(exc)}", err=True)
+        return 2
     except Exception as exc:
         if debug:
             raise

@@ -119,6 +119,8 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
                              select_metric, seeds, assignments, epsilon, out, quiet)
     if target or source:
         raise ParameterError("--target and --source are for the matrix models (bpr, neumf, dmf, ddtcdr, heterocdr)")
+    if Path(dataset).exists():            # a file of the user's: stored absolute, so `evaluate` finds it from anywhere
+        dataset = str(Path(dataset).resolve())
     preset = seq.PROTOCOLS[protocol]
     mask = preset["mask_history"] if mask_history is None else mask_history
     length = max_len or preset["max_len"]
@@ -144,9 +146,16 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
         dpsgd_clip=dpsgd_clip, user_features=not no_user_features,
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
+    from privrec.release.paths import check_output, input_files
+
+    check_output(out_dir, input_files(dataset), "--out")   # never into an input or the dataset cache
     check_replaceable(out_dir, "report folder")      # before hours of training, not after: never delete user files
     log = lambda msg: click.echo(msg, err=True)
     state_dir = Path(str(out_dir).rstrip("/") + ".state")   # per-epoch training state: a killed run resumes
+    if state_dir.exists() and (not state_dir.is_dir() or any(
+            not (f.suffix == ".pt" or f.name.startswith(".")) for f in state_dir.iterdir())):
+        raise ParameterError(f"{state_dir} holds files privrec did not write (it keeps training state there and "
+                             "deletes the folder when done); move them or choose another --out")
     with atomic_dir(out_dir) as tmp:
         result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir)
         write_report(tmp, result, SR.markdown(result))
@@ -212,7 +221,16 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     cfg = trained.meta.get("config")
     if not cfg:
         raise ParameterError(f"{checkpoint}: no training config stored; cannot rebuild its split")
-    inter, split = seq.prepare(cfg["dataset"], Preprocessing(**cfg["preprocessing"]), cfg["split"])
+    from privrec.data.registry import DATASETS
+
+    dataset = cfg["dataset"]
+    if dataset not in DATASETS and not Path(dataset).is_absolute():    # checkpoints of older versions
+        if not Path(dataset).exists():
+            raise ParameterError(f"{checkpoint} was trained on the file {dataset!r}, a path relative to the folder "
+                                 "training ran in; run evaluate from that folder")
+        click.echo(f"note: reading {dataset!r} relative to {Path.cwd()} (the checkpoint stores a relative path)",
+                   err=True)
+    inter, split = seq.prepare(dataset, Preprocessing(**cfg["preprocessing"]), cfg["split"])
     if len(inter.items.tokens) != len(trained.items.tokens) or not np.array_equal(
             inter.items.tokens.astype(str), trained.items.tokens.astype(str)):
         raise ParameterError(f"{checkpoint}: the dataset {cfg['dataset']!r} no longer matches the model's item ids")

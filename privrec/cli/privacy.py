@@ -80,6 +80,9 @@ def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: 
     check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
+        if mechanism not in ("jlt", "sjlt"):
+            raise ParameterError(f"--delta is not a parameter of {mechanism} (a pure epsilon guarantee, delta = 0); "
+                                 "drop it")
     if aux is not None or domain_field is not None:
         _publish_aux(mechanism, source, folder, fmt or "inter", epsilon, seed, record_seed, max_len, aux, domain_field,
                      dict(n_prime=n_prime, q=q, calibration=calibration, delta=delta, allow_invalid=allow_invalid,
@@ -216,6 +219,10 @@ def guarantee(mechanism: str, epsilon: float | None, as_json: bool, **params) ->
     from privrec.release.publish import numerically_safe
 
     g = numerically_safe(mechanism, lambda: guarantee_of(mechanism, epsilon, **params))
+    noise = [v for k, v in g.parameters.items() if k in ("w", "sigma", "noise_std") and isinstance(v, float)]
+    if (epsilon is not None and epsilon > 0 and g.epsilon == 0) or any(not np.isfinite(v) for v in noise):
+        raise ParameterError(f"{mechanism}: epsilon = {epsilon:g} needs noise beyond floating point (the result "
+                             "would read epsilon = 0 over an all-infinite release); choose a less extreme epsilon")
     if as_json:
         click.echo(json.dumps(g.to_dict(), indent=2, default=str))
     else:

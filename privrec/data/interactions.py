@@ -105,7 +105,8 @@ class Interactions:
         for col, role in ((user_col, "user"), (item_col, "item")):
             if col not in frame.columns:
                 raise DataFormatError(f"{source}: required {role} column {col!r} is missing (columns: "
-                                      f"{list(frame.columns)}); rename it or pass --{role}-col")
+                                      f"{list(frame.columns)}); rename the column holding the {role} ids to {col!r} "
+                                      f"(a .inter file: '{col}:token')")
         rating_col = rating_col if rating_col in frame.columns else None
         time_col = time_col if time_col in frame.columns else None
         rating = _numeric(frame, rating_col, source, np.float32) if rating_col else None

@@ -49,7 +49,7 @@ def check_config(cls: type[Recommender], config: dict) -> None:
                 raise ParameterError(f"{key} must be a finite number, got {value!r}")
             if "dropout" in key and not 0 <= value < 1:
                 raise ParameterError(f"{key} is a drop probability and must lie in [0, 1), got {value!r}")
-            if ("std" in key or "eps" in key) and value <= 0:
+            if ("std" in key or "eps" in key or key == "clip") and value <= 0:
                 raise ParameterError(f"{key} must be positive, got {value!r}")
 
 

@@ -9,6 +9,7 @@ edit), since altered weights would otherwise load and silently change every metr
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -55,7 +56,10 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
         raise CheckpointError(f"{path}: not a readable privrec checkpoint ({type(exc).__name__}: {exc})") from exc
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a {FORMAT} file; re-train with this version of privrec")
-    if "content_sha256" in payload and payload["content_sha256"] != content_digest(payload):
+    if "content_sha256" not in payload:
+        raise CheckpointError(f"{path}: carries no content hash (written by an older privrec or edited), so its "
+                              "weights cannot be checked; train again with this version")
+    if payload["content_sha256"] != content_digest(payload):
         raise CheckpointError(f"{path}: its weights or histories differ from what was saved (SHA-256 mismatch): the "
                               "file is corrupted or was edited; restore it from a copy or train again")
     if payload["model"] not in MODELS:
@@ -64,7 +68,8 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
 
 
 def content_digest(payload: dict) -> str:
-    """SHA-256 over the model name, its weights (sorted by name), the id maps and the histories."""
+    """SHA-256 over the model name, its weights (sorted by name), the id maps, the histories, its
+    constructor arguments, ``max_len`` and the metadata (training config and results)."""
     h = hashlib.sha256(str(payload["model"]).encode())
     for name in sorted(payload["state_dict"]):
         value = payload["state_dict"][name]
@@ -78,6 +83,8 @@ def content_digest(payload: dict) -> str:
         h.update("\0".join(payload[key]).encode() + b"\1")
     for key in ("history_indptr", "history_items"):
         h.update(payload[key].numpy().tobytes())
+    for key in ("model_config", "max_len", "meta"):         # how it is rebuilt and what it claims to be
+        h.update(json.dumps(payload.get(key), sort_keys=True, default=str).encode() + b"\2")
     return h.hexdigest()
 
 
