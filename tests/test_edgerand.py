@@ -63,7 +63,7 @@ def test_run_publishes_once_and_certifies_the_whole_run():
 
 
 def test_published_graphs_are_the_counts_plus_noise_of_the_stated_std():
-    from privrec.experiments import private_inputs as PI
+    from privrec.experiments import model_inputs as PI
     from privrec.experiments.sequential import prefix_task
 
     inter, split = _prefix_data()

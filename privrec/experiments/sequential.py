@@ -21,7 +21,7 @@ from privrec.data.splits import Split, leave_one_out, temporal_fraction
 from privrec.data.tables import load
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
-from privrec.experiments import private_inputs as PI
+from privrec.experiments import model_inputs as PI
 from privrec.experiments.sequential_report import aggregates
 from privrec.models import MODELS, build_on
 from privrec.training.checkpoint import save_checkpoint
@@ -179,7 +179,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         raise ParameterError(f"--epsilon2 is the budget of dipsgnn's aggregation noise, edgerand's graphs and dpmf's "
                              f"objective, not {cfg.model}'s")
     runs = []
-    make_optimizer, noise = None, None
+    make_optimizer, noise, codes_info = None, None, None
     for seed in cfg.seeds:
         seed_torch(seed)
         model = build_on(cfg.model, split.train if private is None else private.train, n_items=inter.n_items,
@@ -188,6 +188,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
             model.set_features(torch.from_numpy(features))
         if graphs is not None:
             model.set_graphs(graphs)
+        if getattr(model, "needs_codes", False):        # code-sasrec: items as their text's PQ codes
+            codes_info = PI.item_codes(cfg, inter, model, log)
         if hasattr(model, "set_noise"):                 # dpmf: the objective's noise, drawn once per run
             graph_cert = PI.dpmf_noise(cfg, model, task, log)
         if make_optimizer is None or cfg.model == "rr-bert4rec":    # the model decides how it trains (windows)
@@ -238,6 +240,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     }
     if feature_cert is not None:
         result["feature_guarantee"] = feature_cert.to_dict()
+    if codes_info is not None:
+        result["item_codes"] = codes_info
     if cert is not None:
         result["privacy"] = {"summary": cert["summary"], "guarantee": cert["guarantee"], "input": cert["input"],
                              "published_users": private.n_published}

@@ -53,6 +53,10 @@ def markdown(result: dict) -> str:
         lines.append(f"| {r['seed']} | {r['fit']['best_epoch']} | {r['fit']['epochs_run']} | "
                      f"{r['fit']['seconds_per_epoch']:.1f} | {m.get('ndcg@10', float('nan')):.4f} | "
                      f"{m.get('hr@10', float('nan')):.4f} |")
+    if result.get("item_codes"):
+        c = result["item_codes"]
+        lines += ["", f"Items read as text codes: {c['n_items']:,} titles (MiniLM) -> {c['n_codebooks']} codebooks x "
+                      f"{c['n_centroids']} centroids (relative reconstruction error {c['relative_error']:.3f})."]
     if result.get("feature_guarantee"):
         g = result["feature_guarantee"]
         lines += ["", f"User features: {g['definition']}, epsilon1 = {g['epsilon']:g} ({g['unit_of_privacy']})."]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from privrec.errors import ParameterError
 from privrec.models.base import NextItemModel, Recommender
 from privrec.models.bert4rec import BERT4Rec, MergedBERT4Rec
+from privrec.models.code_encoder import CodeSASRec
 from privrec.models.dasl import DASL
 from privrec.models.ddtcdr import DDTCDR
 from privrec.models.dipsgnn import APGNN, DIPSGNN
@@ -19,7 +20,8 @@ MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "b
                                      "rr-bert4rec": MergedBERT4Rec, "dasl": DASL, "bpr": BPRMF, "neumf": NeuMF,
                                      "dmf": DMF, "heterocdr": HeteroCDR, "ddtcdr": DDTCDR,
                                      "srgnn": SRGNN, "apgnn": APGNN, "dipsgnn": DIPSGNN,
-                                     "edgerand": EdgeRand, "bprmf": PrefixBPRMF, "dpmf": DPMF}
+                                     "edgerand": EdgeRand, "bprmf": PrefixBPRMF, "dpmf": DPMF,
+                                     "code-sasrec": CodeSASRec}
 
 
 def check_config(cls: type[Recommender], config: dict) -> None:
@@ -72,4 +74,4 @@ def build_on(name: str, train_inputs, **config) -> Recommender:
     return cls.learn(train_inputs, **config)
 
 
-__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec", "SRGNN", "APGNN", "DIPSGNN", "EdgeRand", "PrefixBPRMF", "DPMF"]
+__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec", "SRGNN", "APGNN", "DIPSGNN", "EdgeRand", "PrefixBPRMF", "DPMF", "CodeSASRec"]

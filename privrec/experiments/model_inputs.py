@@ -1,8 +1,9 @@
-"""What the private sequential models read, built before training from the data and the config:
-the ε₁-LDP user features (APGNN, DIPSGNN, EdgeRand), EdgeRand's published noisy behaviour graphs,
-DIPSGNN's noise σ for a target ε₂ (paper or honest accounting) and its whole-run guarantee, and
-DP-SGD's private optimizer (Opacus). Each returns the data plus the guarantee it was released under;
-:func:`privrec.experiments.sequential.run` calls them in that order.
+"""What models read besides the interaction sequences, built before training from the data and the
+config: the ε₁-LDP user features (APGNN, DIPSGNN, EdgeRand), EdgeRand's published noisy behaviour
+graphs, DIPSGNN's noise σ for a target ε₂ (paper or honest accounting) and its whole-run guarantee,
+DPMF's objective noise, DP-SGD's private optimizer (Opacus), and the items' text codes (PFCR's
+code-based encoder). Each private one returns its data plus the guarantee it was released under;
+:func:`privrec.experiments.sequential.run` calls them.
 """
 
 from __future__ import annotations
@@ -147,3 +148,19 @@ def dpmf_noise(cfg, model, task, log):
     log(f"dpmf: objective perturbed at epsilon {cfg.epsilon2:g} (Delta = {g.parameters['sensitivity']:g}); "
         f"{g.validity}")
     return g
+
+
+def item_codes(cfg, inter, model, log) -> dict:
+    """The items' product-quantisation codes from their text (title, genres, year through the offline
+    MiniLM encoder; :func:`privrec.data.codes.product_codes`, seeded by ``cfg.release_seed``), set on
+    ``model``. Returns the codes' description (codebooks, centroids, reconstruction error)."""
+    from privrec.data.codes import product_codes
+    from privrec.experiments import rr_release
+
+    emb = rr_release.item_embeddings(inter)
+    table = model.item_embedding
+    codes = product_codes(emb, table.n_codebooks, table.n_centroids, seed=cfg.release_seed)
+    model.set_codes(torch.from_numpy(codes.codes))
+    log(f"item codes: {inter.n_items:,} item texts -> {codes.n_codebooks} codebooks x {codes.n_centroids} centroids "
+        f"(relative reconstruction error {codes.relative_error:.3f})")
+    return codes.to_dict()

@@ -1,0 +1,85 @@
+"""PFCR's item representation: product-quantisation codes of text embeddings, and the encoder over them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import loss_drop
+
+from privrec.data.codes import _unpack, product_codes
+from privrec.errors import ParameterError
+from privrec.models import build
+
+
+def _emb(n=300, dim=48, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((6, dim))
+    return centres[rng.integers(0, 6, n)] + 0.05 * rng.standard_normal((n, dim))
+
+
+def test_codes_are_seeded_shared_by_alike_items_and_better_than_chance():
+    emb = _emb()
+    a, b = product_codes(emb, n_codebooks=8, n_centroids=16, seed=3), product_codes(emb, 8, 16, seed=3)
+    assert np.array_equal(a.codes, b.codes) and a.codes.shape == (301, 8)
+    assert (a.codes[0] == -1).all() and a.codes[1:].min() >= 0 and a.codes[1:].max() < 16
+    assert a.relative_error < 0.05                                   # six clusters: nearly lossless
+    near = np.linalg.norm(emb - emb[0], axis=1) < 1.0
+    shared = (a.codes[1:] == a.codes[1]).mean(1)                    # fraction of codes shared with item 1
+    assert shared[near].mean() > 0.5 > 0.1 > shared[~near].mean()   # alike texts share codes, others hardly
+
+
+def test_unpack_reads_faiss_bit_streams():
+    codes = np.array([[3, 0, 1, 2], [1, 3, 3, 0]])                   # 2 bits each, little-endian
+    packed = np.array([[3 | 0 << 2 | 1 << 4 | 2 << 6], [1 | 3 << 2 | 3 << 4 | 0 << 6]], dtype=np.uint8)
+    assert np.array_equal(_unpack(packed, 4, 2), codes)
+    small = product_codes(_emb(), n_codebooks=4, n_centroids=4, seed=0)   # 2-bit codes through faiss
+    assert small.codes[1:].max() <= 3 and small.relative_error < 1
+
+
+@pytest.mark.parametrize("kw,word", [(dict(n_codebooks=5), "divide"), (dict(n_centroids=100), "power of two"),
+                                     (dict(n_centroids=512), "cannot be clustered")])
+def test_bad_settings_are_refused(kw, word):
+    with pytest.raises(ParameterError, match=word):
+        product_codes(_emb(), **{"n_codebooks": 8, "n_centroids": 16, **kw})
+    with pytest.raises(ParameterError, match="NaN"):
+        product_codes(np.full((20, 8), np.nan), 2, 4)
+
+
+def test_an_items_vector_is_the_mean_of_its_code_embeddings_and_the_model_learns():
+    torch.manual_seed(0)
+    model = build("code-sasrec", n_items=12, max_len=5, hidden=8, heads=2, n_codebooks=3, n_centroids=4)
+    codes = np.vstack([[-1, -1, -1]] + [[i % 4, (i // 4) % 4, (i * 3) % 4] for i in range(1, 13)])
+    model.set_codes(torch.from_numpy(codes))
+    emb = model.item_embedding
+    table = emb.table.weight
+    want = (table[codes[5, 0]] + table[4 + codes[5, 1]] + table[8 + codes[5, 2]]) / 3
+    torch.testing.assert_close(emb(torch.tensor([5]))[0], want)
+    assert torch.all(emb.weight[0] == 0)
+    with pytest.raises(ValueError, match="lie in"):
+        model.set_codes(torch.full((13, 3), 7))
+    seq = torch.tensor([[0, 1, 2, 3, 4], [0, 5, 6, 7, 8]])
+    target = torch.tensor([[0, 2, 3, 4, 5], [0, 6, 7, 8, 9]])
+    first, last = loss_drop(model, {"seq": seq, "target": target}, 150)
+    assert last < 0.5 * first
+    scores = model.eval().score({"seq": seq})
+    assert scores[:, 0].eq(-torch.inf).all()
+
+
+def test_sequential_run_sets_codes_from_item_text(monkeypatch):
+    from conftest import make_frame
+
+    from privrec.data.interactions import Interactions
+    from privrec.data.sequences import to_sequences
+    from privrec.data.splits import leave_one_out
+    from privrec.experiments import rr_release
+    from privrec.experiments.sequential import SequentialConfig, run
+    from privrec.training.trainer import TrainConfig
+
+    inter = Interactions.from_frame(make_frame(n_users=20, n_items=40, per_user=8))
+    monkeypatch.setattr(rr_release, "item_embeddings", lambda inter: _emb(inter.n_items, 16))   # MiniLM stand-in
+    cfg = SequentialConfig(dataset="tiny", model="code-sasrec", max_len=6,
+                           model_config={"hidden": 8, "heads": 2, "n_codebooks": 4, "n_centroids": 8},
+                           train=TrainConfig(epochs=1, batch_size=16, progress=False))
+    res = run(cfg, log=lambda m: None, data=(inter, leave_one_out(to_sequences(inter))))
+    assert res["item_codes"]["n_codebooks"] == 4 and res["item_codes"]["relative_error"] < 0.2
