@@ -44,6 +44,18 @@ def _grid_setup(module, quick: bool, seeds: str | None, methods: str | None, thr
     return kw
 
 
+def _launch(reproduce_fn, cfg, name: str, quick: bool, out: str, epochs: int | None, log, resume: bool,
+            add_progress: tuple[str, ...], report_only: bool, jobs: int, threads: int | None):
+    """The shared tail of the grid commands: --epochs applied, the run announced, the grid reproduced."""
+    if epochs:
+        cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
+    log(f"{name} reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, {cfg.train.epochs} epochs "
+        f"max, report in {out}")
+    return cfg, reproduce_fn(cfg, out, log=log, resume=resume, add_progress=add_progress,
+                             train_missing=not report_only, keep_capped_states=not quick, command=_command_line(),
+                             workers=jobs, threads=threads or 1)
+
+
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
                 threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
                 report_only: bool = False, sources: tuple[str, ...] = (), domain_field: str | None = None,
@@ -156,13 +168,8 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
         raise ParameterError("--epsilons takes comma-separated numbers") from None
     if no_extras:
         kw.update(ablation_methods=(), alternatives_ablation=(), positions=())
-    cfg = R.RRConfig(**kw)
-    if epochs:
-        cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
-    log(f"randomised-response reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, "
-        f"{cfg.train.epochs} epochs max, report in {out}")
-    result = R.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress, train_missing=not report_only,
-                         keep_capped_states=not quick, command=_command_line(), workers=jobs, threads=threads or 1)
+    cfg, result = _launch(R.reproduce, R.RRConfig(**kw), "randomised-response", quick, out, epochs, log, resume,
+                          add_progress, report_only, jobs, threads)
     rows = [[s["method"], "–" if s["epsilon"] is None else f"{s['epsilon']:g}", s["alternatives"] or "–",
              "–" if s["position"] is None else f"{s['position']:g}"]
             + [pm(s["test"].get(c)) for c in ("hr@1 (sampled)", "ndcg@5 (sampled)", "ndcg@10 (full)")]
@@ -199,13 +206,8 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
         kw["sweep_direction"] = None
     if sweep_epochs:
         kw["sweep_epochs"] = sweep_epochs
-    cfg = P.PriCDRConfig(**kw)
-    if epochs:
-        cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
-    log(f"PriCDR reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, {cfg.train.epochs} epochs "
-        f"max, report in {out}")
-    result = P.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress, train_missing=not report_only,
-                         keep_capped_states=not quick, command=_command_line(), workers=jobs, threads=threads or 1)
+    cfg, result = _launch(P.reproduce, P.PriCDRConfig(**kw), "PriCDR", quick, out, epochs, log, resume, add_progress,
+                          report_only, jobs, threads)
     from privrec.experiments.pricdr_report import TABLE, table1_cells
 
     for target, source in cfg.directions:
@@ -244,13 +246,8 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
     kw = _grid_setup(D, quick, seeds, methods, threads)
     if no_sweeps:
         kw.update(epsilon2s=(), epsilon1s=(), steps_grid=(), clips=(), ablation=False)
-    cfg = D.DIPSGNNConfig(**kw)
-    if epochs:
-        cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
-    log(f"DIPSGNN reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, {cfg.train.epochs} epochs "
-        f"max, report in {out}")
-    result = D.reproduce(cfg, out, log=log, resume=resume, add_progress=add_progress, train_missing=not report_only,
-                         keep_capped_states=not quick, command=_command_line(), workers=jobs, threads=threads or 1)
+    cfg, result = _launch(D.reproduce, D.DIPSGNNConfig(**kw), "DIPSGNN", quick, out, epochs, log, resume, add_progress,
+                          report_only, jobs, threads)
     from privrec.experiments.dipsgnn_report import _eps, _name
     from privrec.experiments.report import text_table
 
