@@ -120,12 +120,12 @@ def _gaussian_epsilon(z: float, count: int, delta: float) -> tuple[float, str]:
     PLD accountant takes seconds when epsilon is large, and guarantees are recomputed often)."""
     if z == 0.0:
         return math.inf, "no noise"
-    return accounting.epsilon(accounting.gaussian_event(z, count), delta)
+    return accounting.gaussian_epsilon(z, count, delta), "exact: composed Gaussians are sqrt(count)/z-GDP"
 
 
 @functools.lru_cache(maxsize=512)
 def _calibrate(epsilon: float, delta: float, count: int) -> float:
-    return accounting.calibrate_gaussian(epsilon, delta, count)
+    return accounting.calibrate_gaussian_exact(epsilon, delta, count)
 
 
 def _check_T(T) -> int:

@@ -106,3 +106,16 @@ def test_certificate_has_everything():
     assert cert["limitations"]
     assert cert["guarantee"]["paper_claim"]["epsilon"] == 2.0 and "environment" in cert
     assert isinstance(Guarantee("x", "eps-DP", math.inf).to_dict()["epsilon"], str)
+
+
+def test_composed_gaussians_exactly_match_pld_and_scale_to_large_epsilon():
+    from privrec.privacy import accounting as acc
+
+    for z, count, d in ((1.0, 10, 1e-5), (3.0, 1, 1e-5), (0.8, 12, 1e-6)):      # where PLD is computed (< 64)
+        pld_eps, _ = acc.epsilon(acc.gaussian_event(z, count), d)
+        assert acc.gaussian_epsilon(z, count, d) == pytest.approx(pld_eps, rel=1e-6)
+    # DIPSGNN's default: sigma 0.228, C 0.2 (sensitivity sqrt 2 C), 760 passes, delta 1e-6 -> ~747
+    assert acc.gaussian_epsilon(0.228 / (0.2 * math.sqrt(2)), 760, 1e-6) == pytest.approx(746.42, abs=0.01)
+    z = acc.calibrate_gaussian_exact(5.0, 1e-6, 101)
+    assert acc.gaussian_epsilon(z, 101, 1e-6) <= 5.0 and acc.gaussian_epsilon(z * 0.999, 101, 1e-6) > 5.0
+    assert acc.gaussian_epsilon(1.0, 4, 1e-5) == pytest.approx(acc.gaussian_epsilon(0.5, 1, 1e-5))  # sqrt(k)/z
