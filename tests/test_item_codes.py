@@ -83,3 +83,36 @@ def test_sequential_run_sets_codes_from_item_text(monkeypatch):
                            train=TrainConfig(epochs=1, batch_size=16, progress=False))
     res = run(cfg, log=lambda m: None, data=(inter, leave_one_out(to_sequences(inter))))
     assert res["item_codes"]["n_codebooks"] == 4 and res["item_codes"]["relative_error"] < 0.2
+
+
+def _pretrained():
+    torch.manual_seed(0)
+    kw = dict(n_items=12, max_len=5, hidden=8, heads=2, n_codebooks=3, n_centroids=4)
+    base = build("code-sasrec", **kw)
+    codes = np.vstack([[-1, -1, -1]] + [[i % 4, (i // 4) % 4, (i * 3) % 4] for i in range(1, 13)])
+    base.set_codes(torch.from_numpy(codes))
+    batch = {"seq": torch.tensor([[0, 1, 2, 3, 4], [0, 5, 6, 7, 8]]), "target": torch.tensor([[0, 2, 3, 4, 5],
+                                                                                          [0, 6, 7, 8, 9]])}
+    loss_drop(base, batch, 20)
+    return base, kw, batch
+
+
+def test_light_prompting_tunes_the_domain_prompt_only_and_full_tunes_everything():
+    base, kw, batch = _pretrained()
+    light = build("pfcr-prompt", **kw, strategy="light", context_words=6)
+    light.load_pretrained(base.state_dict())
+    assert torch.equal(light.item_embedding.codes, base.item_embedding.codes)
+    trainable = {n for n, p in light.named_parameters() if p.requires_grad}
+    assert trainable and all(n.startswith("domain_") for n in trainable)
+    frozen = {n: p.detach().clone() for n, p in light.named_parameters() if not p.requires_grad}
+    loss_drop(light, batch, 5)
+    assert all(torch.equal(p, frozen[n]) for n, p in light.named_parameters() if n in frozen)
+    full = build("pfcr-prompt", **kw, strategy="full", context_words=6)
+    full.load_pretrained(base.state_dict())
+    assert all(p.requires_grad for p in full.parameters())
+    first, last = loss_drop(full, batch, 100)
+    assert last < 0.5 * first
+    with pytest.raises(ValueError, match="lacks"):
+        full.load_pretrained({"domain_words": full.domain_words.detach()})
+    with pytest.raises(ParameterError, match="strategy"):
+        build("pfcr-prompt", **kw, strategy="medium")

@@ -13,6 +13,7 @@ from privrec.models.edgerand import EdgeRand
 from privrec.models.gru4rec import GRU4Rec
 from privrec.models.heterocdr import HeteroCDR
 from privrec.models.mf import BPRMF, DMF, DPMF, NeuMF, PrefixBPRMF
+from privrec.models.prompting import PromptedCodeSASRec
 from privrec.models.sasrec import SASRec
 from privrec.models.srgnn import SRGNN
 
@@ -21,7 +22,7 @@ MODELS: dict[str, type[Recommender]] = {"sasrec": SASRec, "gru4rec": GRU4Rec, "b
                                      "dmf": DMF, "heterocdr": HeteroCDR, "ddtcdr": DDTCDR,
                                      "srgnn": SRGNN, "apgnn": APGNN, "dipsgnn": DIPSGNN,
                                      "edgerand": EdgeRand, "bprmf": PrefixBPRMF, "dpmf": DPMF,
-                                     "code-sasrec": CodeSASRec}
+                                     "code-sasrec": CodeSASRec, "pfcr-prompt": PromptedCodeSASRec}
 
 
 def check_config(cls: type[Recommender], config: dict) -> None:
@@ -74,4 +75,4 @@ def build_on(name: str, train_inputs, **config) -> Recommender:
     return cls.learn(train_inputs, **config)
 
 
-__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec", "SRGNN", "APGNN", "DIPSGNN", "EdgeRand", "PrefixBPRMF", "DPMF", "CodeSASRec"]
+__all__ = ["MODELS", "NextItemModel", "Recommender", "build", "build_on", "BPRMF", "DMF", "HeteroCDR", "NeuMF", "BERT4Rec", "DASL", "MergedBERT4Rec", "GRU4Rec", "SASRec", "SRGNN", "APGNN", "DIPSGNN", "EdgeRand", "PrefixBPRMF", "DPMF", "CodeSASRec", "PromptedCodeSASRec"]
