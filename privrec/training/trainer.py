@@ -74,6 +74,9 @@ class Hook:
     def on_fit_start(self, trainer: Trainer) -> None: ...
     def on_batch_end(self, trainer: Trainer, batch: dict[str, torch.Tensor], loss: float) -> None: ...
     def on_epoch_end(self, trainer: Trainer, epoch: int, row: dict) -> None: ...
+    def penalty(self, trainer: Trainer) -> torch.Tensor | None:
+        """A term added to every batch's loss before the backward pass (e.g. FedProx's proximal term)."""
+        return None
     def state_dict(self) -> dict:
         return {}
     def load_state_dict(self, state: dict) -> None: ...
@@ -162,6 +165,10 @@ class Trainer:
         for batch in batches:
             batch = {k: v.to(self.device) for k, v in batch.items()}
             loss = self.model.loss(batch)
+            for hook in self.hooks:
+                extra = hook.penalty(self)
+                if extra is not None:
+                    loss = loss + extra
             if not torch.isfinite(loss):
                 raise TrainingError(f"training diverged: the loss became {loss.item()} at epoch {epoch}, batch "
                                     f"{count + 1}; lower the learning rate (now {self.cfg.lr:g}) or clip gradients "
@@ -194,6 +201,16 @@ class Trainer:
             for hook in self.hooks:
                 hook.on_epoch_end(self, epoch, {"epoch": epoch, "loss": losses[-1]})
         return losses
+
+    def save_checkpoint(self, path: str | os.PathLike) -> None:
+        """Write weights, optimiser, RNG states and ``epochs_trained`` to ``path`` (atomically), for a
+        caller that owns the loop (:meth:`train_epochs`), e.g. a federated client between rounds."""
+        self._save_state(Path(path), {"epoch": self.epochs_trained, "best_score": -math.inf, "best_state": None})
+
+    def load_checkpoint(self, path: str | os.PathLike) -> None:
+        """Continue from :meth:`save_checkpoint`'s file: the next :meth:`train_epochs` equals an
+        uninterrupted run's (same training configuration required, else :class:`CheckpointError`)."""
+        self._load_state(Path(path))
 
     def validate(self) -> EvalResult:
         return evaluate(self.model, self.task, "valid", self.eval_cfg, self.device)

@@ -1,0 +1,162 @@
+"""Flower's ``ClientApp`` and ``ServerApp`` for PFCR's federated pre-training (Sec. 3.4), message API.
+
+* **ClientApp** — ``train``: the global table E arrives as ``arrays["table"]``; the client runs
+  :func:`privrec.flower.client.train_round` and replies with its *encoded* table change
+  (``arrays["upload"]``, :func:`~privrec.flower.client.pack`) and ``metrics["num-examples"]``
+  (its training sample count, FedAvg's weight). ``evaluate``: validation metrics of its model after
+  the round. A node's domain is ``node_config["partition-id"]`` (set by the simulation engine, or
+  ``flower-supernode --node-config "partition-id=K"`` in deployment).
+* **ServerApp** — Flower's :class:`~flwr.serverapp.strategy.FedAvg` / :class:`~flwr.serverapp.strategy.FedProx`
+  with their sampling, messaging and round loop; only ``aggregate_train`` is replaced (:class:`CodecAggregation`):
+  the uploads are decoded by the codec and FedAvg-ed onto the current E
+  (:func:`privrec.training.federated.server_aggregate`), since an encoded upload is not a weight to
+  average. Each round's E is saved (``state/global-round{t}.npy``) and ``state/result.json`` records
+  per-round losses, validation metrics, bytes uploaded, and the best round by validation Recall@10
+  (early stopping selects that round's model; the rounds run to the configured count).
+
+The bundle folder comes from the run config (``bundle=...``: ``flwr run --run-config``) or, for the
+simulation engine, from :func:`client_app` / :func:`server_app`'s argument.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import FedAvg, FedProx
+
+from privrec.flower import client as C
+from privrec.flower.bundle import Bundle, load_bundle
+from privrec.training.federated import server_aggregate
+from privrec.utils.io import atomic_path
+
+SELECT = "hr@10"                     # early stopping: validation Recall@10 (leave-one-out: = HR@10)
+
+
+def _path(context: Context, default: str | None) -> str:
+    path = context.run_config.get("bundle", default)
+    if not path:
+        raise ValueError("no federation bundle: pass --run-config \"bundle='DIR'\" (flwr run) or client_app(DIR)")
+    return str(path)
+
+
+def client_app(bundle: str | None = None) -> ClientApp:
+    """The PFCR ClientApp reading ``bundle`` (or the run config's ``bundle``)."""
+    app = ClientApp()
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        b = load_bundle(_path(context, bundle))
+        k = int(context.node_config["partition-id"])
+        round_ = int(msg.content["config"]["server-round"])
+        table = msg.content["arrays"]["table"].numpy()
+        upload, n, loss = C.train_round(b, k, round_, table)
+        arrays = {name: _array(a) for name, a in C.pack(upload).items()}
+        nbytes = int(sum(len(a.data) for a in arrays.values()))
+        metrics = MetricRecord({"num-examples": n, "loss": loss, "upload-bytes": nbytes, "partition-id": k})
+        return Message(RecordDict({"arrays": ArrayRecord(arrays), "metrics": metrics}), reply_to=msg)
+
+    @app.evaluate()
+    def evaluate(msg: Message, context: Context) -> Message:
+        b = load_bundle(_path(context, bundle))
+        k = int(context.node_config["partition-id"])
+        round_ = int(msg.content["config"]["server-round"])
+        metrics, users = C.evaluate_round(b, k, round_, msg.content["arrays"]["table"].numpy())
+        out = {"num-examples": users, "partition-id": k, **{m.replace("@", "-at-"): v for m, v in metrics.items()}}
+        return Message(RecordDict({"metrics": MetricRecord(out)}), reply_to=msg)
+
+    return app
+
+
+class CodecAggregation:
+    """Mixin over a Flower strategy: decode codec uploads and FedAvg them onto the current table."""
+
+    bundle: Bundle
+    current: np.ndarray
+    log_rounds: dict
+
+    def configure_train(self, server_round, arrays, config, grid):
+        self.current = arrays["table"].numpy().astype(np.float64)
+        return super().configure_train(server_round, arrays, config, grid)
+
+    def aggregate_train(self, server_round, replies):
+        valid, failed = self._check_and_log_replies(replies, is_train=True, validate=False)
+        if failed or len(valid) < self.bundle.n_domains:
+            reasons = "; ".join(sorted({m.error.reason.strip().splitlines()[-1] for m in failed}))[:2000]
+            raise RuntimeError(f"round {server_round}: {len(failed)} of {self.bundle.n_domains} client(s) failed "
+                               f"({reasons or 'no reply'})")
+        codec, shape = self.bundle.config.codec, self.current.shape
+        ordered = sorted(valid, key=lambda m: int(m.content["metrics"]["partition-id"]))
+        uploads = [C.unpack({n: a.numpy() for n, a in m.content["arrays"].items()}, codec, shape) for m in ordered]
+        weights = [float(m.content["metrics"]["num-examples"]) for m in ordered]
+        new = server_aggregate(self.current, uploads, weights, codec).astype(np.float32)
+        row = self.log_rounds.setdefault(server_round, {"round": server_round})
+        row["loss"] = [float(m.content["metrics"]["loss"]) for m in ordered]
+        row["upload_bytes"] = [int(m.content["metrics"]["upload-bytes"]) for m in ordered]
+        with atomic_path(self.bundle.global_table(server_round)) as tmp, open(tmp, "wb") as fh:
+            np.save(fh, new)
+        return ArrayRecord({"table": _array(new)}), MetricRecord({"loss": float(np.average(row["loss"],
+                                                                                           weights=weights))})
+
+    def aggregate_evaluate(self, server_round, replies):
+        valid, _ = self._check_and_log_replies(replies, is_train=False, validate=False)
+        ordered = sorted(valid, key=lambda m: int(m.content["metrics"]["partition-id"]))
+        per = [{k.replace("-at-", "@"): float(v) for k, v in m.content["metrics"].items()
+                if k not in ("partition-id", "num-examples")} for m in ordered]
+        users = [float(m.content["metrics"]["num-examples"]) for m in ordered]
+        row = self.log_rounds.setdefault(server_round, {"round": server_round})
+        row["valid"] = per
+        row["valid_mean"] = {k: float(np.average([p[k] for p in per], weights=users)) for k in per[0]}
+        return MetricRecord({k.replace("@", "-at-"): v for k, v in row["valid_mean"].items()})
+
+
+class CodecFedAvg(CodecAggregation, FedAvg):
+    """FedAvg (weights: clients' sample counts) over decoded codec uploads."""
+
+
+class CodecFedProx(CodecAggregation, FedProx):
+    """FedProx: FedAvg aggregation; clients add μ/2‖E − E_global‖² locally (``proximal-mu`` in their config)."""
+
+
+def _array(a: np.ndarray):
+    from flwr.app import Array
+
+    return Array(np.ascontiguousarray(a))
+
+
+def strategy_for(b: Bundle):
+    n = b.n_domains
+    common = dict(fraction_train=1.0, fraction_evaluate=1.0, min_train_nodes=n, min_evaluate_nodes=n,
+                  min_available_nodes=n)
+    cfg = b.config
+    s = CodecFedProx(proximal_mu=cfg.proximal_mu, **common) if cfg.strategy == "fedprox" else CodecFedAvg(**common)
+    s.bundle, s.log_rounds = b, {}
+    return s
+
+
+def server_app(bundle: str | None = None) -> ServerApp:
+    """The PFCR ServerApp: ``rounds`` of the configured strategy from ``table0``; writes ``state/result.json``."""
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        b = load_bundle(_path(context, bundle))
+        strategy = strategy_for(b)
+        strategy.start(grid=grid, initial_arrays=ArrayRecord({"table": _array(b.table0())}),
+                       num_rounds=b.config.rounds, train_config=ConfigRecord({}), evaluate_config=ConfigRecord({}))
+        rounds = [strategy.log_rounds[r] for r in sorted(strategy.log_rounds)]
+        best = max(rounds, key=lambda r: r.get("valid_mean", {}).get(SELECT, -1.0))
+        result = {"rounds": rounds, "best_round": int(best["round"]), "select": SELECT,
+                  "n_domains": b.n_domains, "names": list(b.names)}
+        with atomic_path(b.state / "result.json") as tmp:
+            tmp.write_text(json.dumps(result, indent=1))
+
+    return app
+
+
+# `flwr run` / SuperLink deployment reads these module attributes (bundle from the run config)
+clientapp = client_app()
+serverapp = server_app()

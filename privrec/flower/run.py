@@ -1,0 +1,192 @@
+"""Running a PFCR federation: Flower's simulation engine, or SuperLink + SuperNodes as processes.
+
+* :func:`simulate` — ``flwr.simulation.run_simulation`` with one virtual SuperNode per domain (Ray
+  backend, one CPU per client); the default of ``privrec reproduce pfcr``.
+* :func:`deploy` — the deployment runtime on this machine: ``flower-superlink`` and one
+  ``flower-supernode --node-config "partition-id=K num-partitions=N"`` per domain as separate
+  processes talking gRPC on 127.0.0.1, the app submitted with ``flwr run`` to the SuperLink's
+  control API; every process is stopped afterwards. Across organisations the same commands run on
+  each organisation's machine, with TLS certificates instead of ``--insecure`` (README).
+
+Both return the server's ``state/result.json``; both compute the same thing, client by client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from privrec.errors import ParameterError
+from privrec.flower.bundle import load_bundle
+
+Log = Callable[[str], None]
+
+
+def _result(path: Path) -> dict:
+    f = path / "state" / "result.json"
+    if not f.is_file():
+        raise RuntimeError(f"the federation ended without a result ({f} missing); see the Flower log above")
+    return json.loads(f.read_text())
+
+
+def simulate(bundle: str | Path, log: Log = print, cpus: int | None = None) -> dict:
+    """Run the bundle's federation on Flower's simulation engine; returns the server's record."""
+    import logging
+
+    from flwr.simulation import run_simulation
+
+    from privrec.flower.apps import client_app, server_app
+
+    b = load_bundle(str(Path(bundle).resolve()))
+    os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    cpus = cpus or min(b.n_domains, os.cpu_count() or 1)
+    log(f"Flower simulation: {b.n_domains} SuperNodes ({', '.join(b.names)}), {b.config.rounds} rounds, "
+        f"{b.config.strategy}, codec {b.config.codec.mode}")
+    logging.getLogger("flwr").setLevel(logging.WARNING)
+    run_simulation(server_app=server_app(str(b.path)), client_app=client_app(str(b.path)), num_supernodes=b.n_domains,
+                   backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+                                   "init_args": {"num_cpus": cpus, "include_dashboard": False,
+                                                 "logging_level": "error", "log_to_driver": False}})
+    return _result(b.path)
+
+
+def check_loopback(address: str) -> str:
+    """``host:port`` on this machine only (tests and single-machine deployment)."""
+    host, _, port = address.rpartition(":")
+    if host.strip("[]") not in ("127.0.0.1", "localhost", "::1") or not port.isdigit():
+        raise ParameterError(f"deployment address {address!r} is not a loopback host:port; use 127.0.0.1:PORT "
+                             "(a multi-organisation deployment runs the README's commands on each machine)")
+    return address
+
+
+APP_TOML = """[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "privrecpfcr"
+version = "1.0.0"
+description = "PFCR federated pre-training; the components are privrec.flower.apps"
+license = "MIT"
+dependencies = []
+
+[tool.hatch.build.targets.wheel]
+packages = ["."]
+
+[tool.flwr.app]
+publisher = "privrec"
+
+[tool.flwr.app.components]
+serverapp = "privrec.flower.apps:serverapp"
+clientapp = "privrec.flower.apps:clientapp"
+
+[tool.flwr.app.config]
+bundle = "{bundle}"
+"""
+
+FLWR_CONFIG = """[superlink]
+default = "privrec"
+
+[superlink.privrec]
+address = "{address}"
+insecure = true
+"""
+
+
+def write_app(bundle: Path, address: str) -> tuple[Path, Path]:
+    """The Flower app folder ``flwr run`` submits (its components are privrec's) and a ``FLWR_HOME``
+    whose config names the SuperLink at ``address``: ``(app dir, flwr home)``, under ``BUNDLE/deploy``."""
+    app, home = bundle / "deploy" / "app", bundle / "deploy" / "flwr-home"
+    app.mkdir(parents=True, exist_ok=True)
+    home.mkdir(parents=True, exist_ok=True)
+    (app / "pyproject.toml").write_text(APP_TOML.format(bundle=bundle))
+    (app / "pfcr_app.py").write_text('"""privrec PFCR Flower app: the components live in privrec.flower.apps."""\n')
+    (home / "config.toml").write_text(FLWR_CONFIG.format(address=address))
+    return app, home
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_listening(port: int, proc, log_file: Path, timeout: float = 60.0) -> None:
+    import socket
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"a Flower process exited with code {proc.returncode}; its log: {log_file}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s; see {log_file}")
+
+
+def deploy(bundle: str | Path, log: Log = print, address: str | None = None, timeout: float = 3600.0) -> dict:
+    """Run the bundle's federation on Flower's deployment runtime on this machine: a SuperLink at
+    ``address`` (default: a free 127.0.0.1 port) and one SuperNode per domain, separate processes,
+    then ``flwr run``; every process is stopped (SIGTERM, then SIGKILL) however the run ends.
+    Process logs: ``BUNDLE/deploy/*.log``."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    b = load_bundle(str(Path(bundle).resolve()))
+    address = check_loopback(address or f"127.0.0.1:{_free_port()}")
+    port = int(address.rpartition(":")[2])
+    app, home = write_app(b.path, address)
+    bindir = Path(sys.executable).parent
+    env = {**os.environ, "FLWR_HOME": str(home), "FLWR_TELEMETRY_ENABLED": "0",
+           "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    logs = b.path / "deploy"
+    procs: list[subprocess.Popen] = []
+
+    def start(name: str, args: list[str]) -> subprocess.Popen:
+        fh = open(logs / f"{name}.log", "w")
+        p = subprocess.Popen([str(bindir / args[0]), *args[1:]], stdout=fh, stderr=subprocess.STDOUT, env=env,
+                             cwd=logs, start_new_session=True)
+        fh.close()
+        procs.append(p)
+        return p
+
+    try:
+        link = start("superlink", ["flower-superlink", "--insecure", "--disable-runtime-dependency-installation",
+                                   "--host", "127.0.0.1", "--port", str(port), "--database",
+                                   str(logs / "superlink.db")])
+        _wait_listening(port, link, logs / "superlink.log")
+        log(f"Flower deployment: SuperLink on {address}, {b.n_domains} SuperNodes ({', '.join(b.names)})")
+        for k in range(b.n_domains):
+            node_port = _free_port()
+            node = start(f"supernode{k}", ["flower-supernode", "--insecure", "--superlink", address, "--port",
+                                           str(node_port), "--node-config",
+                                           f"partition-id={k} num-partitions={b.n_domains}"])
+            _wait_listening(node_port, node, logs / f"supernode{k}.log")
+        with open(logs / "flwr-run.log", "w") as fh:
+            rc = subprocess.run([str(bindir / "flwr"), "run", str(app), "privrec", "--stream"], env=env, cwd=logs,
+                                stdout=fh, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        if rc != 0:
+            raise RuntimeError(f"`flwr run` exited with code {rc}; see {logs / 'flwr-run.log'}")
+        return _result(b.path)
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        end = time.monotonic() + 10
+        for p in procs:
+            try:
+                p.wait(max(end - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()

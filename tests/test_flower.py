@@ -1,0 +1,127 @@
+"""PFCR on Flower: the client's round as plain functions, the upload wire format, FedProx's local term,
+and the real runtimes — one simulation and one deployment (SuperLink + SuperNodes as processes on
+127.0.0.1) — which must compute the same federation as a plain loop over the same functions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from privrec.data.sequences import Sequences
+from privrec.errors import ParameterError
+from privrec.flower import client as C
+from privrec.flower.bundle import FederationConfig, load_bundle, write_bundle
+from privrec.training.federated import CodecConfig, server_aggregate
+from privrec.training.trainer import TrainConfig
+
+MODEL = {"hidden": 8, "heads": 2, "layers": 1, "n_codebooks": 2, "n_centroids": 4}
+
+
+def _domain(n_items: int, n_users: int, offset: int, seed: int):
+    rng = np.random.default_rng(seed)
+    rows = [[]] + [list(rng.integers(1, n_items + 1, 8)) for _ in range(n_users)]
+    codes = np.vstack([[-1, -1]] + [[(i + offset) % 4, (2 * i) % 4] for i in range(1, n_items + 1)])
+    return Sequences.from_rows(rows), codes
+
+
+def _bundle(path, mode="calibrated", rounds=2, strategy="fedavg", mu=0.0):
+    cfg = FederationConfig(rounds=rounds, codec=CodecConfig(mode=mode, epsilon=1.0, buckets=16, clip=0.05), max_len=5,
+                           model=MODEL, strategy=strategy, proximal_mu=mu,
+                           train=TrainConfig(batch_size=8, lr=1e-2, progress=False))
+    (a, ca), (b, cb) = _domain(12, 20, 0, 1), _domain(9, 15, 1, 2)
+    return write_bundle(path, [("a", a, ca), ("b", b, cb)], cfg)
+
+
+def plain_loop(b) -> list[np.ndarray]:
+    """The federation without Flower: every client's round, decoded and FedAvg-ed, round by round."""
+    table, tables = b.table0(), []
+    for r in range(1, b.config.rounds + 1):
+        ups = [C.train_round(b, k, r, table) for k in range(b.n_domains)]
+        packed = [C.unpack(C.pack(u), b.config.codec, table.shape) for u, _, _ in ups]   # through the wire format
+        table = server_aggregate(table.astype(np.float64), packed, [n for _, n, _ in ups],
+                                 b.config.codec).astype(np.float32)
+        tables.append(table)
+    return tables
+
+
+@pytest.mark.parametrize("mode", ["none", "paper", "calibrated"])
+def test_a_clients_rounds_are_deterministic_and_restartable(tmp_path, mode):
+    b = _bundle(tmp_path / "b", mode)
+    first = plain_loop(b)
+    again = plain_loop(load_bundle(str(b.path)))            # rounds restart from the saved checkpoints
+    for x, y in zip(first, again):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(first[0], b.table0())
+    metrics, users = C.evaluate_round(b, 0, 2, first[1])
+    assert users == 20 and 0 <= metrics["ndcg@10"] <= metrics["hr@10"] <= 1
+
+
+def test_wire_format_round_trips_every_codec():
+    from privrec.training.federated import encode
+
+    rng = np.random.default_rng(0)
+    delta = rng.normal(0, 0.02, size=(8, 3))
+    for mode in ("none", "paper", "calibrated"):
+        codec = CodecConfig(mode=mode, epsilon=2.0, buckets=64, clip=0.05)
+        up = encode(delta, codec, np.random.default_rng(1))
+        wire = C.pack(up)
+        assert all(isinstance(a, np.ndarray) for a in wire.values())
+        back = C.unpack(wire, codec, delta.shape)
+        a = server_aggregate(np.zeros(delta.shape), [up], [1], codec)
+        b = server_aggregate(np.zeros(delta.shape), [back], [1], codec)
+        np.testing.assert_allclose(a, b)
+    assert C.pack(encode(delta, CodecConfig(mode="paper", buckets=64), rng))["upload"].dtype == np.uint16
+
+
+def test_fedprox_term_pulls_the_table_towards_the_global_one(tmp_path):
+    b = _bundle(tmp_path / "p", "none", strategy="fedprox", mu=5.0)
+    model, trainer, prox = C.client(b, 0, 0)
+    prox.anchor = torch.zeros_like(model.item_embedding.table.weight)
+    pen = prox.penalty(trainer)
+    assert float(pen) == pytest.approx(2.5 * float(model.item_embedding.table.weight.pow(2).sum()), rel=1e-5)
+    plain = plain_loop(_bundle(tmp_path / "q", "none"))[0]
+    prox_t = plain_loop(b)[0]
+    assert np.linalg.norm(prox_t - b.table0()) < np.linalg.norm(plain - b.table0())
+
+
+def test_bad_federation_settings_are_refused(tmp_path):
+    from privrec.flower.run import check_loopback
+
+    with pytest.raises(ParameterError, match="rounds"):
+        FederationConfig(rounds=0)
+    with pytest.raises(ParameterError, match="proximal_mu"):
+        FederationConfig(strategy="fedprox")
+    with pytest.raises(ParameterError, match="buckets"):
+        CodecConfig(mode="paper", buckets=1)
+    with pytest.raises(ParameterError, match="clip"):
+        CodecConfig(mode="paper", clip=0.0)
+    empty = Sequences.from_rows([[], []])
+    _, codes = _domain(12, 20, 0, 1)
+    seqs, _ = _domain(12, 20, 0, 1)
+    with pytest.raises(ParameterError, match="no interactions"):
+        write_bundle(tmp_path / "e", [("a", seqs, codes), ("b", empty, codes)], FederationConfig(model=MODEL))
+    assert not (tmp_path / "e").exists()
+    with pytest.raises(ParameterError, match="loopback"):
+        check_loopback("10.0.0.7:9092")
+    with pytest.raises(ParameterError, match="federation bundle"):
+        load_bundle(str(tmp_path))
+
+
+def test_simulation_and_deployment_run_the_plain_loops_federation(tmp_path):
+    """Flower's simulation engine and a real SuperLink + 2 SuperNodes (processes on 127.0.0.1), 2 rounds
+    each, give the plain loop's global tables (same seed, same functions)."""
+    from privrec.flower.run import deploy, simulate
+
+    b = _bundle(tmp_path / "plain")
+    expected = plain_loop(b)
+    for runner_ in (simulate, deploy):
+        run = _bundle(tmp_path / runner_.__name__)
+        res = runner_(run.path, log=lambda m: None)
+        assert [r["round"] for r in res["rounds"]] == [1, 2] and res["best_round"] in (1, 2)
+        for t in (1, 2):
+            np.testing.assert_allclose(np.load(run.global_table(t)), expected[t - 1], rtol=1e-5, atol=1e-6)
+        assert json.loads((run.state / "result.json").read_text()) == res
+        assert all(len(r["upload_bytes"]) == 2 and min(r["upload_bytes"]) > 0 for r in res["rounds"])
