@@ -47,6 +47,22 @@ def plain_loop(b) -> list[np.ndarray]:
     return tables
 
 
+def plain_federation(bundle, log=print) -> dict:
+    """What :func:`privrec.flower.run.simulate` returns, computed by :func:`plain_loop` (equal by
+    ``test_simulation_and_deployment_run_the_plain_loops_federation``), for fast pipeline tests."""
+    b = load_bundle(str(bundle))
+    tables, rounds = plain_loop(b), []
+    for t, table in enumerate(tables, 1):
+        b.state.mkdir(exist_ok=True)
+        np.save(b.global_table(t), table)
+        per = [C.evaluate_round(b, k, t, table)[0] for k in range(b.n_domains)]
+        rounds.append({"round": t, "valid": per, "valid_mean": {m: float(np.mean([p[m] for p in per])) for m in per[0]}})
+    best = max(rounds, key=lambda r: r["valid_mean"]["hr@10"])["round"]
+    res = {"rounds": rounds, "best_round": best, "select": "hr@10", "n_domains": b.n_domains, "names": list(b.names)}
+    (b.state / "result.json").write_text(json.dumps(res))
+    return res
+
+
 @pytest.mark.parametrize("mode", ["none", "paper", "calibrated"])
 def test_a_clients_rounds_are_deterministic_and_restartable(tmp_path, mode):
     b = _bundle(tmp_path / "b", mode)

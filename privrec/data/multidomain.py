@@ -79,7 +79,7 @@ class MultiDomainData:
         for d in self.domains:
             lengths = d.sequences.lengths[1:]
             n = int(lengths.sum())
-            out.append({"domain": d.name, "users": d.n_users, "items": d.n_items, "interactions": n,
+            out.append({"domain": d.name, "users": d.sequences.n_rows - 1, "items": d.n_items, "interactions": n,
                         "avg_seq_len": float(lengths.mean()), "density": n / max(d.n_users * d.n_items, 1)})
         return out
 

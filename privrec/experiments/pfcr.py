@@ -1,0 +1,234 @@
+"""PFCR end to end (Guo et al.): Tables 1–3 analogs on two non-overlapping MovieLens platforms.
+
+``item text → MiniLM → product quantisation (codes) → federated code-embedding table (Flower, codec
+uploads) → prompt tuning per domain → full ranking``.
+
+* **Domains**: ML-1M cut by each movie's first genre into ``action`` and ``drama`` (items disjoint);
+  every user kept in one domain only (:func:`privrec.data.multidomain.ml1m_multidomain`), so the two
+  platforms share neither users nor items — only what the titles say. Item text: title (year),
+  genres. Leave-one-out (last item test, second-last validation), full ranking over the domain's
+  items with the history masked, Recall@10/50 and NDCG@10/50 (leave-one-out Recall = HR).
+* **Codes**: the items of both domains through the offline MiniLM encoder, one faiss PQ fitted on
+  their union (``n_codebooks`` x ``n_centroids``), seeded by the run's seed.
+* **Methods** (one runner run each, both domains inside; metrics keyed ``domain/variant``):
+  GRU4Rec and SASRec per domain (SASRec over ids = the paper's PFCR-VFD); ``PFCR-FD`` the code
+  encoder trained per domain without federation (variants: ``pretrained`` = PFCR-FD, ``full`` /
+  ``light`` = prompt-tuned = PFCR-F); ``PFCR`` the federation (Flower simulation or deployment,
+  :mod:`privrec.flower`) under a codec mode (``none``: updates in the clear; ``paper``: Eqs. 11–13,
+  true per-coordinate ε = ln(1 + b(e^ε + 1)); ``calibrated``: ε-LDP per upload) and strategy
+  (FedAvg; FedProx for Table 3), best round by validation Recall@10 (variants: ``pretrained`` =
+  PFCR-D, ``full``, ``light``).
+* **Guarantee**: each PFCR run stores each client's certificate — its uploads over *every* round
+  run (not only up to the selected one), all coordinates of the table, unit: the domain's dataset.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from privrec.errors import ParameterError
+from privrec.experiments import runner
+from privrec.experiments.runner import RunRecord, RunSpec
+from privrec.privacy.validate import check_epsilon
+from privrec.training.federated import MODES
+from privrec.training.trainer import TrainConfig
+
+BASELINES = {"GRU4Rec": "gru4rec", "SASRec": "sasrec"}
+RUNTIMES = ("simulation", "deployment")
+VARIANTS = ("pretrained", "light", "full")
+
+
+@dataclass(frozen=True)
+class PFCRConfig:
+    dataset: str = "ml-1m"
+    min_user: int = 5
+    min_item: int = 5
+    max_len: int = 50
+    hidden: int = 300                    # the paper's encoder and prompt encoders: hidden 300, 4 heads
+    heads: int = 4
+    layers: int = 2
+    n_codebooks: int = 32                # D sub-vectors (MiniLM's 384 dims / 32 = 12 per codebook)
+    n_centroids: int = 256               # M_c
+    context_words: int = 1024            # d_W of the domain prompt
+    rounds: int = 10
+    local_epochs: int = 1
+    epsilon: float = 0.5                 # the paper searches [0.1, 0.9]
+    buckets: int = 64                    # b, the paper searches 2^6 .. 2^10
+    clip: float = 0.05                   # tau
+    proximal_mu: float = 0.01            # FedProx (Table 3)
+    modes: tuple[str, ...] = ("none", "paper", "calibrated")
+    fedprox: bool = True                 # Table 3: FedProx beside FedAvg (paper codec)
+    baselines: tuple[str, ...] = tuple(BASELINES)
+    local: bool = True                   # PFCR-FD / PFCR-F
+    # single-domain training and prompt tuning (the paper: Adam, lr 1e-3, batch 1,024)
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=30, batch_size=1024, lr=1e-3, patience=5,
+                                                                  select_metric="hr@10"))
+    runtime: str = "simulation"
+    seeds: tuple[int, ...] = (0, 1, 2)
+    max_users: int | None = None         # quick runs: the first users of each domain
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.epsilon)
+        if self.runtime not in RUNTIMES:
+            raise ParameterError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
+        bad = [m for m in self.modes if m not in MODES]
+        if bad:
+            raise ParameterError(f"unknown codec modes {bad}; use some of {list(MODES)}")
+        if not (isinstance(self.buckets, int) and self.buckets >= 2 and self.buckets & (self.buckets - 1) == 0):
+            raise ParameterError(f"buckets b must be a power of two >= 2 (b = 2^k, k bits), got {self.buckets!r}")
+        if not self.clip > 0:
+            raise ParameterError(f"the clip range tau must be positive, got {self.clip}")
+        if not (isinstance(self.rounds, int) and self.rounds >= 1):
+            raise ParameterError(f"rounds must be an integer >= 1, got {self.rounds!r}")
+        unknown = [m for m in self.baselines if m not in BASELINES]
+        if unknown:
+            raise ParameterError(f"unknown baselines {unknown}; use some of {list(BASELINES)}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ParameterError(f"seeds must be distinct and at least one, got {list(self.seeds)}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def model(self) -> dict:
+        return {"hidden": self.hidden, "heads": self.heads, "layers": self.layers, "n_codebooks": self.n_codebooks,
+                "n_centroids": self.n_centroids}
+
+
+QUICK = dict(max_users=400, hidden=32, heads=2, layers=1, n_codebooks=8, n_centroids=16, context_words=32, rounds=3,
+             seeds=(0,), train=TrainConfig(epochs=4, batch_size=256, lr=1e-3, patience=2, select_metric="hr@10",
+                                           progress=False))
+
+
+def cells(cfg: PFCRConfig) -> list[dict]:
+    out = [{"method": m, "mode": None, "strategy": None} for m in cfg.baselines]
+    if cfg.local:
+        out.append({"method": "PFCR-FD", "mode": None, "strategy": None})
+    out += [{"method": "PFCR", "mode": m, "strategy": "fedavg"} for m in cfg.modes]
+    if cfg.fedprox:
+        out.append({"method": "PFCR", "mode": "paper", "strategy": "fedprox"})
+    return out
+
+
+def run_key(lab: dict, seed: int) -> str:
+    return f"{lab['method']}|{lab['mode']}|{lab['strategy']}|{seed}"
+
+
+@dataclass
+class PFCRExperiment:
+    cfg: PFCRConfig
+    data: object                         # MultiDomainData
+    embeddings: np.ndarray               # MiniLM rows of domain 0's items, then domain 1's, ...
+
+    def runs(self) -> list[RunSpec]:
+        return [RunSpec(run_key(lab, s), s, lab) for s in self.cfg.seeds for lab in cells(self.cfg)]
+
+    def fingerprint(self) -> str:
+        summary = {d["domain"]: d for d in self.data.statistics()}
+        return runner.grid_fingerprint(self.cfg, ("seeds", "modes", "fedprox", "baselines", "local", "runtime"),
+                                       summary)
+
+    def cap(self) -> tuple[int, int, int]:
+        return runner.train_cap(self.cfg.train)
+
+    def prepare(self, spec: RunSpec, log: Callable[[str], None]) -> None:
+        """Nothing to publish ahead: codes and federation bundles are built inside each run (seconds)."""
+
+    def codes(self, seed: int) -> list[np.ndarray]:
+        """Each domain's item codes ((n_items + 1, n_codebooks), row 0 padding) from one PQ over every item."""
+        from privrec.data.codes import product_codes
+
+        pq = product_codes(self.embeddings, self.cfg.n_codebooks, self.cfg.n_centroids, seed=seed).codes[1:]
+        out, start = [], 0
+        for d in self.data.domains:
+            out.append(np.vstack([np.full((1, pq.shape[1]), -1), pq[start:start + d.n_items]]))
+            start += d.n_items
+        return out
+
+    def train(self, spec: RunSpec, state: Path, log: Callable[[str], None]) -> RunRecord:
+        from privrec.experiments import pfcr_train as T
+
+        lab, seed, t0 = spec.labels, spec.seed, time.perf_counter()
+        tag = f"  [{spec.key}]"
+        say = lambda m: log(f"{tag} {m}")
+        metrics, fits, extra = {}, {}, {}
+        if lab["method"] in BASELINES:
+            for k, d in enumerate(self.data.domains):
+                fits[d.name], metrics[f"{d.name}/pretrained"] = T.single_domain(
+                    BASELINES[lab["method"]], self.cfg, d, None, seed, T.side_state(state, d.name), say)
+        elif lab["method"] == "PFCR-FD":
+            for d, codes in zip(self.data.domains, self.codes(seed)):
+                fit, metrics[f"{d.name}/pretrained"], weights = T.single_domain(
+                    "code-sasrec", self.cfg, d, codes, seed, T.side_state(state, d.name), say, keep_weights=True)
+                fits[d.name] = fit
+                for strategy in ("light", "full"):
+                    fits[f"{d.name}/{strategy}"], metrics[f"{d.name}/{strategy}"] = T.prompt_tune(
+                        self.cfg, d, codes, weights, strategy, seed, T.side_state(state, f"{d.name}-{strategy}"), say)
+        else:
+            res = T.federate(self.cfg, self.data, self.codes(seed), lab["mode"], lab["strategy"], seed,
+                             state.with_suffix(".federation"), say)
+            fits["federation"] = res["federation"]
+            extra["guarantees"] = res["guarantees"]
+            for d, codes, weights in zip(self.data.domains, res["codes"], res["weights"]):
+                metrics[f"{d.name}/pretrained"] = res["test"][d.name]
+                for strategy in ("light", "full"):
+                    fits[f"{d.name}/{strategy}"], metrics[f"{d.name}/{strategy}"] = T.prompt_tune(
+                        self.cfg, d, codes, weights, strategy, seed, T.side_state(state, f"{d.name}-{strategy}"), say)
+        T.clear_side_states(state)
+        # one run = several trainings (per domain, prompt strategies, a federation): reused as a whole
+        fit = {"stopped_early": True, "epochs_run": 0, "best_epoch": 0, "seconds": time.perf_counter() - t0,
+               "parts": fits}
+        return RunRecord(spec.key, seed, dict(lab), fit, metrics, extra=extra)
+
+
+def result_line(r: RunRecord) -> str:
+    return f"{r.key}: " + "  ".join(f"{k} R@10 {v['hr@10']:.4f}" for k, v in r.metrics.items())
+
+
+def load_data(cfg: PFCRConfig):
+    """ML-1M as two disjoint platforms (users and items), and MiniLM embeddings of every item's text."""
+    from privrec.data.crossdomain import ML1M_GENRE_DOMAINS
+    from privrec.data.multidomain import MultiDomainData, ml1m_multidomain
+    from privrec.data.tables import load_dataset
+    from privrec.data.text import item_texts
+    from privrec.privacy.embeddings import embed_texts
+
+    data = ml1m_multidomain(load_dataset(cfg.dataset), ML1M_GENRE_DOMAINS, min_user=cfg.min_user,
+                            min_item=cfg.min_item, seed=0)
+    if cfg.max_users:
+        from privrec.data.multidomain import Domain
+        from privrec.data.splits import leave_one_out
+
+        doms = []
+        for d in data.domains:
+            rows = np.arange(min(cfg.max_users, d.n_users) + 1)
+            seqs = d.sequences.take_rows(rows)
+            doms.append(Domain(d.name, d.users, d.items, seqs, leave_one_out(seqs), d.item_features))
+        data = MultiDomainData(tuple(doms), {**data.params, "max_users": cfg.max_users})
+    texts = [t for d in data.domains for t in item_texts(d, genres=True, year=True)]
+    return data, embed_texts(texts)
+
+
+def reproduce(cfg: PFCRConfig, out_dir: str | Path, log: Callable[[str], None] = print, resume: bool = True,
+              add_progress: Sequence[str | Path] = (), train_missing: bool = True, keep_capped_states: bool = True,
+              command: str | None = None, workers: int = 1, threads: int = 1, data=None) -> dict:
+    """Tables 1–3 analogs: runs recorded in ``OUT.progress.jsonl``, the report in ``out_dir``.
+    ``data``: (MultiDomainData, item text embeddings in domain order) instead of :func:`load_data`'s."""
+    from privrec.experiments import pfcr_report as R
+
+    t0 = time.perf_counter()
+    data, emb = data if data is not None else load_data(cfg)
+    for s in data.statistics():
+        log(f"domain {s['domain']}: {s['users']:,} users, {s['items']:,} items, {s['interactions']:,} interactions "
+            f"(avg length {s['avg_seq_len']:.1f}, density {s['density']:.4f})")
+    if workers > 1 and any(lab["method"] == "PFCR" for lab in cells(cfg)):
+        workers = 1                      # a federation starts its own processes (Ray or SuperNodes)
+    return runner.reproduce_grid(replace(cfg), lambda c, pub: PFCRExperiment(c, data, emb), R, out_dir, log=log,
+                                 describe=result_line, started=t0, resume=resume, add_progress=add_progress,
+                                 train_missing=train_missing, keep_capped_states=keep_capped_states,
+                                 command=command, workers=workers, threads=threads)

@@ -1,0 +1,113 @@
+"""The training steps of ``reproduce pfcr``: one domain alone, prompt tuning, and a federation.
+
+Each returns test metrics under :data:`privrec.flower.bundle.EVAL` (full ranking, history masked,
+Recall = HR and NDCG at 10 and 50), with epochs (single-domain, prompt tuning) or rounds (federation)
+selected on validation Recall@10 only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from privrec.flower.bundle import EVAL
+
+Log = Callable[[str], None]
+
+
+def side_state(state: Path, name: str) -> Path:
+    """A per-domain training state next to the run's own (``state`` + ``.name``), resumed like it."""
+    return state.with_name(f"{state.name}.{name}")
+
+
+def clear_side_states(state: Path) -> None:
+    import shutil
+
+    for p in state.parent.glob(f"{state.name}.*"):
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
+def _task(cfg, domain):
+    from privrec.training.tasks import SequenceTask
+
+    return SequenceTask(domain.split, n_items=domain.n_items, max_len=cfg.max_len)
+
+
+def _fit(model, cfg, domain, seed: int, state: Path, log: Log, keep_weights: bool = False):
+    from privrec.training.trainer import Trainer
+
+    trainer = Trainer(model, _task(cfg, domain), replace(cfg.train, seed=seed), EVAL, log=log)
+    fit = trainer.fit(state)
+    test = trainer.test().metrics
+    if state.exists():
+        state.unlink()
+    weights = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()} if keep_weights else None
+    return fit.to_dict(), dict(test), weights
+
+
+def single_domain(model_name: str, cfg, domain, codes, seed: int, state: Path, log: Log, keep_weights: bool = False):
+    """``model_name`` trained on ``domain`` alone (``codes`` for ``code-sasrec``): (fit, test[, best weights])."""
+    from privrec.experiments.sequential import DEFAULT_MODEL_CONFIG
+    from privrec.models import build
+
+    torch.manual_seed(seed)
+    if model_name == "code-sasrec":
+        model = build(model_name, n_items=domain.n_items, max_len=cfg.max_len, **cfg.model)
+        model.set_codes(torch.from_numpy(codes))
+    else:
+        model = build(model_name, n_items=domain.n_items, max_len=cfg.max_len, **DEFAULT_MODEL_CONFIG[model_name])
+    log(f"{domain.name}: {model_name}")
+    fit, test, weights = _fit(model, cfg, domain, seed, state, lambda m: log(f"{domain.name} {m}"), keep_weights)
+    return (fit, test, weights) if keep_weights else (fit, test)
+
+
+def prompt_tune(cfg, domain, codes, weights: dict, strategy: str, seed: int, state: Path, log: Log):
+    """PFCR's prompt tuning (Sec. 3.5, ``strategy`` full or light) from a pre-trained code encoder's
+    ``weights``, on ``domain`` alone: (fit, test)."""
+    from privrec.models import build
+
+    torch.manual_seed(seed)
+    model = build("pfcr-prompt", n_items=domain.n_items, max_len=cfg.max_len, strategy=strategy,
+                  context_words=cfg.context_words, **cfg.model)
+    model.set_codes(torch.from_numpy(codes))
+    model.load_pretrained(weights)
+    log(f"{domain.name}: prompt tuning ({strategy})")
+    fit, test, _ = _fit(model, cfg, domain, seed, state, lambda m: log(f"{domain.name} {strategy} {m}"))
+    return fit, test
+
+
+def federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed: int, folder: Path, log: Log) -> dict:
+    """Federated pre-training of the code table over ``data``'s domains on Flower (``cfg.runtime``),
+    the round with the best validation Recall@10 kept: each client's weights then (its encoder, the
+    global table), their test metrics, and each client's guarantee over all rounds run."""
+    from privrec.flower.bundle import FederationConfig, write_bundle
+    from privrec.flower.client import evaluate_round
+    from privrec.flower.run import deploy, simulate
+    from privrec.training.federated import CodecConfig, upload_guarantee
+
+    codec = CodecConfig(mode=mode, epsilon=cfg.epsilon, buckets=cfg.buckets, clip=cfg.clip)
+    fed = FederationConfig(rounds=cfg.rounds, local_epochs=cfg.local_epochs, codec=codec, strategy=strategy,
+                           proximal_mu=cfg.proximal_mu if strategy == "fedprox" else 0.0, max_len=cfg.max_len,
+                           model=cfg.model, train=replace(cfg.train, progress=False), seed=seed)
+    bundle = write_bundle(folder, [(d.name, d.sequences, c) for d, c in zip(data.domains, codes)], fed)
+    result = (simulate if cfg.runtime == "simulation" else deploy)(bundle.path, log=log)
+    best = int(result["best_round"])
+    table = np.load(bundle.global_table(best))
+    log(f"federation ({mode}, {strategy}): best round {best} of {cfg.rounds} by validation Recall@10 "
+        + ", ".join(f"{r['round']}: {r.get('valid_mean', {}).get('hr@10', float('nan')):.4f}" for r in result["rounds"]))
+    weights, test = [], {}
+    for k, d in enumerate(data.domains):
+        test[d.name] = evaluate_round(bundle, k, best, table, stage="test")[0]
+        w = torch.load(bundle.client_state(k, best), map_location="cpu", weights_only=True)["model"]
+        w["item_embedding.table.weight"] = torch.as_tensor(table)
+        weights.append(w)
+    n_coords = int(table.size)
+    guarantees = {d.name: upload_guarantee(codec, n_coords, cfg.rounds).to_dict() for d in data.domains}
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    return {"federation": result, "test": test, "weights": weights, "codes": codes, "guarantees": guarantees}
