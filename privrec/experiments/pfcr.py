@@ -158,7 +158,7 @@ class PFCRExperiment:
         say = lambda m: log(f"{tag} {m}")
         metrics, fits, extra = {}, {}, {}
         if lab["method"] in BASELINES:
-            for k, d in enumerate(self.data.domains):
+            for d in self.data.domains:
                 fits[d.name], metrics[f"{d.name}/pretrained"] = T.single_domain(
                     BASELINES[lab["method"]], self.cfg, d, None, seed, T.side_state(state, d.name), say)
         elif lab["method"] == "PFCR-FD":
