@@ -83,6 +83,9 @@ CASES: list[tuple[str, str]] = [
     ("train dpsgd-srgnn --dataset feat.inter --protocol dipsgnn", "needs its budget"),
     ("train sasrec --dataset feat.inter --protocol dipsgnn --epsilon2 5", "not sasrec's"),
     ("reproduce dipsgnn --quick --methods LightGCN --out rep", "unknown methods"),
+    ("reproduce pfcr --quick --epsilon 0 --out rep", "epsilon"),
+    ("reproduce pfcr --quick --buckets 48 --out rep", "power of two"),
+    ("reproduce pfcr --quick --rounds 0 --out rep", "rounds"),
 ]
 
 

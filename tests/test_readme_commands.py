@@ -79,6 +79,8 @@ VARIANTS: dict[str, str] = {
     "privrec reproduce pricdr": "reproduce pricdr --quick --no-sweeps --epochs 1 --methods BPR,PriCDR-J --out rep/pricdr",
     "privrec reproduce dipsgnn":
         "reproduce dipsgnn --quick --no-sweeps --epochs 1 --methods SR-GNN,DIPSGNN --out rep/dipsgnn",
+    # four Ray start-ups: slow; its pipeline and both Flower runtimes are tested in test_pfcr_pipeline / test_flower
+    "privrec reproduce pfcr": "SLOW reproduce pfcr --quick --epochs 1 --rounds 1 --out rep/pfcr",
 }
 EXTRA_SETUP = {   # run before the variant of the key (a second seed for `results merge`)
     "privrec results merge runs/a/results.json runs/b/results.json --out runs/merged":
