@@ -25,7 +25,6 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    from privrec.data.codes import product_codes
     from privrec.experiments import pfcr as P
     from privrec.flower.client import pack
     from privrec.training.federated import CodecConfig, encode
