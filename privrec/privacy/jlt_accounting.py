@@ -208,7 +208,7 @@ def jlt_rdp(orders, z: float, n_prime: int) -> np.ndarray:
 
 def jlt_epsilon_rdp(z: float, delta: float, n_prime: int) -> float:
     """(eps, delta) from :func:`jlt_rdp` via dp-accounting's RDP conversion (looser than exact)."""
-    return float(_rdp_to_dp(RDP_ORDERS, jlt_rdp(RDP_ORDERS, z, n_prime), delta)[0])
+    return _rdp_epsilon(jlt_rdp(RDP_ORDERS, z, n_prime), delta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,7 +239,18 @@ def sjlt_rdp(orders, z: float, n_prime: int, q: float, n_total: int) -> np.ndarr
 @lru_cache(maxsize=1024)
 def sjlt_epsilon(z: float, delta: float, n_prime: int, q: float, n_total: int) -> float:
     """(eps, delta) of the lifted SJLT via dp-accounting's RDP conversion."""
-    return float(_rdp_to_dp(RDP_ORDERS, sjlt_rdp(RDP_ORDERS, z, n_prime, q, n_total), delta)[0])
+    return _rdp_epsilon(sjlt_rdp(RDP_ORDERS, z, n_prime, q, n_total), delta)
+
+
+def _rdp_epsilon(rdp: np.ndarray, delta: float) -> float:
+    """dp-accounting's RDP -> (eps, delta) conversion, refusing negative Renyi divergences: they come
+    from cancellation at extreme noise, and dp-accounting would only log a warning and return eps = 0.
+    Raised (never cached by the callers' lru_cache), so every call at such settings refuses the same way."""
+    rdp = np.asarray(rdp, dtype=float)
+    if (rdp < 0).any():
+        raise FloatingPointError(f"negative Renyi divergence {rdp.min():.3g} from numerical cancellation at this "
+                                 "noise level; the RDP bound is unreliable here")
+    return float(_rdp_to_dp(RDP_ORDERS, rdp, delta)[0])
 
 
 # --------------------------------------------------------------------------------------------
