@@ -275,10 +275,14 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
                                       "processes on 127.0.0.1.")
 @click.option("--epsilon", type=float, default=None, help="Codec ε (default 0.5).")
 @click.option("--buckets", type=int, default=None, help="Codec buckets b, a power of two (default 64).")
+@click.option("--hidden", type=int, default=None, help="Encoder and prompt width (default 300, the paper's).")
+@click.option("--codecs", default=None, help="Comma-separated codec modes of the federation (default none,paper,"
+                                             "calibrated).")
+@click.option("--no-fedprox", is_flag=True, help="No FedProx federation (Table 3).")
 @grid_options
 def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: int | None, runtime: str,
-         epsilon: float | None, buckets: int | None, threads: int | None, jobs: int, resume: bool,
-         add_progress: tuple[str, ...], report_only: bool) -> None:
+         epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, no_fedprox: bool,
+         threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """PFCR's Tables 1-3 on two disjoint ML-1M platforms (action / drama; users and items disjoint):
     GRU4Rec, SASRec, the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
     and full prompting) with uploads in the clear, the paper's codec and the calibrated codec; FedAvg and
@@ -292,7 +296,11 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
     log = lambda msg: click.echo(msg, err=True)
     kw = _grid_setup(P, quick, seeds, None, threads)
     kw["runtime"] = runtime
-    for name, value in (("rounds", rounds), ("epsilon", epsilon), ("buckets", buckets)):
+    if codecs:
+        kw["modes"] = tuple(m.strip() for m in codecs.split(","))
+    if no_fedprox:
+        kw["fedprox"] = False
+    for name, value in (("rounds", rounds), ("epsilon", epsilon), ("buckets", buckets), ("hidden", hidden)):
         if value is not None:
             kw[name] = value
     cfg, result = _launch(P.reproduce, P.PFCRConfig(**kw), "PFCR", quick, out, epochs, log, resume, add_progress,
