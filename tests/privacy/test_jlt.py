@@ -416,3 +416,18 @@ def test_bad_input_is_rejected(kwargs, needle):
 def test_bad_sparsity_is_rejected(q):
     with pytest.raises(ParameterError, match="q must be a probability"):
         jlt.publish_sjlt(R_OK, 1.0, np.random.default_rng(0), n_prime=2, q=q)
+
+
+def test_negative_renyi_divergence_is_refused_on_every_call_not_only_the_first():
+    """dp-accounting only logs a warning and returns eps = 0 for a negative RDP; privrec raises, and a
+    second call raises again (an exception is never cached by sjlt_epsilon's lru_cache)."""
+    import numpy as np
+
+    from privrec.privacy import jlt_accounting as J
+
+    with pytest.raises(FloatingPointError, match="negative Renyi divergence"):
+        J._rdp_epsilon(np.array([1e-3, -1e-12]), 1e-6)
+    z = 1e6                                         # extreme noise: the RDP cancels to tiny negatives
+    for _ in range(2):
+        with pytest.raises(FloatingPointError, match="negative Renyi"):
+            J.sjlt_epsilon(z, 1e-300, 1, 0.05, 360)
