@@ -37,12 +37,19 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
 
     monkeypatch.setattr(flower_run, "simulate", plain_federation)
     cfg = P.PFCRConfig(max_len=6, hidden=8, heads=2, layers=1, n_codebooks=4, n_centroids=4, context_words=4, rounds=2,
-                       seeds=(0,), train=TrainConfig(epochs=2, batch_size=16, patience=1, select_metric="hr@10",
+                       seeds=(0,), epsilons=(0.9,), buckets_grid=(128,), train=TrainConfig(epochs=2, batch_size=16, patience=1, select_metric="hr@10",
                                                      progress=False))
     data = _platforms()
     logs: list[str] = []
     res = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
-    assert len(res["runs"]) == 2 + 1 + 3 + 1                     # baselines, PFCR-FD, 3 codecs, FedProx
+    assert len(res["runs"]) == 2 + 1 + 3 + 1 + 2                 # baselines, PFCR-FD, 3 codecs, FedProx, Fig. 3
+    f3 = res["fig3"]
+    assert [p["epsilon"] for p in sorted(f3["points"]["epsilon"], key=lambda p: p["epsilon"])] == [0.5, 0.9]
+    assert [p["buckets"] for p in sorted(f3["points"]["buckets"], key=lambda p: p["buckets"])] == [64, 128]
+    assert len(f3["rounds"]) == 1 and len(f3["rounds"][0]["valid"]) == 2
+    one = {(p["epsilon"], p["buckets"]): p["true"] for p in f3["per_coordinate"]}
+    assert one[(0.5, 64)] == pytest.approx(math.log(1 + 64 * (math.exp(0.5) + 1)))
+    assert (tmp_path / "out" / "fig3.png").is_file()
     names = [s["row"] for s in res["summary"]]
     assert "PFCR full, codec paper, fedavg" in names and "PFCR-F (local + full prompt)" in names
     for r in res["runs"]:

@@ -279,10 +279,11 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 @click.option("--codecs", default=None, help="Comma-separated codec modes of the federation (default none,paper,"
                                              "calibrated).")
 @click.option("--no-fedprox", is_flag=True, help="No FedProx federation (Table 3).")
+@click.option("--no-sweeps", is_flag=True, help="No Fig. 3 runs (ε and b sweeps).")
 @grid_options
 def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: int | None, runtime: str,
          epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, no_fedprox: bool,
-         threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
+         no_sweeps: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """PFCR's Tables 1-3 on two disjoint ML-1M platforms (action / drama; users and items disjoint):
     GRU4Rec, SASRec, the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
     and full prompting) with uploads in the clear, the paper's codec and the calibrated codec; FedAvg and
@@ -300,6 +301,8 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
         kw["modes"] = tuple(m.strip() for m in codecs.split(","))
     if no_fedprox:
         kw["fedprox"] = False
+    if no_sweeps:
+        kw.update(epsilons=(), buckets_grid=())
     for name, value in (("rounds", rounds), ("epsilon", epsilon), ("buckets", buckets), ("hidden", hidden)):
         if value is not None:
             kw[name] = value

@@ -70,17 +70,23 @@ class PFCRConfig:
                                                                   select_metric="hr@10"))
     runtime: str = "simulation"
     seeds: tuple[int, ...] = (0, 1, 2)
+    # Fig. 3 (paper codec, FedAvg, on sweep_seeds): eps and b; the rounds panel reads each federation's record
+    epsilons: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
+    buckets_grid: tuple[int, ...] = (64, 128, 256, 512, 1024)
+    sweep_seeds: tuple[int, ...] = (0,)
     max_users: int | None = None         # quick runs: the first users of each domain
 
     def __post_init__(self) -> None:
-        check_epsilon(self.epsilon)
+        for e in (self.epsilon, *self.epsilons):
+            check_epsilon(e)
         if self.runtime not in RUNTIMES:
             raise ParameterError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
         bad = [m for m in self.modes if m not in MODES]
         if bad:
             raise ParameterError(f"unknown codec modes {bad}; use some of {list(MODES)}")
-        if not (isinstance(self.buckets, int) and self.buckets >= 2 and self.buckets & (self.buckets - 1) == 0):
-            raise ParameterError(f"buckets b must be a power of two >= 2 (b = 2^k, k bits), got {self.buckets!r}")
+        for b in (self.buckets, *self.buckets_grid):
+            if not (isinstance(b, int) and b >= 2 and b & (b - 1) == 0):
+                raise ParameterError(f"buckets b must be a power of two >= 2 (b = 2^k, k bits), got {b!r}")
         if not self.clip > 0:
             raise ParameterError(f"the clip range tau must be positive, got {self.clip}")
         if not (isinstance(self.rounds, int) and self.rounds >= 1):
@@ -101,11 +107,12 @@ class PFCRConfig:
 
 
 QUICK = dict(max_users=400, hidden=32, heads=2, layers=1, n_codebooks=8, n_centroids=16, context_words=32, rounds=3,
-             seeds=(0,), train=TrainConfig(epochs=4, batch_size=256, lr=1e-3, patience=2, select_metric="hr@10",
+             seeds=(0,), epsilons=(), buckets_grid=(), train=TrainConfig(epochs=4, batch_size=256, lr=1e-3, patience=2, select_metric="hr@10",
                                            progress=False))
 
 
 def cells(cfg: PFCRConfig) -> list[dict]:
+    """Tables 1-3 cells (run on ``seeds``); :func:`sweep_cells` adds Fig. 3's."""
     out = [{"method": m, "mode": None, "strategy": None} for m in cfg.baselines]
     if cfg.local:
         out.append({"method": "PFCR-FD", "mode": None, "strategy": None})
@@ -115,8 +122,26 @@ def cells(cfg: PFCRConfig) -> list[dict]:
     return out
 
 
+def sweep_cells(cfg: PFCRConfig) -> list[dict]:
+    """Fig. 3: the paper codec under FedAvg at each eps (b fixed) and each b (eps fixed), on ``sweep_seeds``;
+    the point of the main setting is Table 1's own run."""
+    out = [{"method": "PFCR", "mode": "paper", "strategy": "fedavg", "epsilon": e, "buckets": cfg.buckets}
+           for e in cfg.epsilons if e != cfg.epsilon]
+    out += [{"method": "PFCR", "mode": "paper", "strategy": "fedavg", "epsilon": cfg.epsilon, "buckets": b}
+            for b in cfg.buckets_grid if b != cfg.buckets]
+    return out
+
+
+def codec_of(lab: dict, cfg: PFCRConfig) -> tuple[float, int]:
+    """(eps, b) of a cell: its own for Fig. 3's, else the config's."""
+    return float(lab.get("epsilon", cfg.epsilon)), int(lab.get("buckets", cfg.buckets))
+
+
 def run_key(lab: dict, seed: int) -> str:
-    return f"{lab['method']}|{lab['mode']}|{lab['strategy']}|{seed}"
+    key = f"{lab['method']}|{lab['mode']}|{lab['strategy']}"
+    if "epsilon" in lab:
+        key += f"|eps={lab['epsilon']}|b={lab['buckets']}"
+    return f"{key}|{seed}"
 
 
 @dataclass
@@ -126,11 +151,13 @@ class PFCRExperiment:
     embeddings: np.ndarray               # MiniLM rows of domain 0's items, then domain 1's, ...
 
     def runs(self) -> list[RunSpec]:
-        return [RunSpec(run_key(lab, s), s, lab) for s in self.cfg.seeds for lab in cells(self.cfg)]
+        out = [RunSpec(run_key(lab, s), s, lab) for s in self.cfg.seeds for lab in cells(self.cfg)]
+        return out + [RunSpec(run_key(lab, s), s, lab) for s in self.cfg.sweep_seeds for lab in sweep_cells(self.cfg)]
 
     def fingerprint(self) -> str:
         summary = {d["domain"]: d for d in self.data.statistics()}
-        return runner.grid_fingerprint(self.cfg, ("seeds", "modes", "fedprox", "baselines", "local", "runtime"),
+        return runner.grid_fingerprint(self.cfg, ("seeds", "modes", "fedprox", "baselines", "local", "runtime",
+                                                  "epsilons", "buckets_grid", "sweep_seeds"),
                                        summary)
 
     def cap(self) -> tuple[int, int, int]:
@@ -170,8 +197,9 @@ class PFCRExperiment:
                     fits[f"{d.name}/{strategy}"], metrics[f"{d.name}/{strategy}"] = T.prompt_tune(
                         self.cfg, d, codes, weights, strategy, seed, T.side_state(state, f"{d.name}-{strategy}"), say)
         else:
+            epsilon, buckets = codec_of(lab, self.cfg)
             res = T.federate(self.cfg, self.data, self.codes(seed), lab["mode"], lab["strategy"], seed,
-                             state.with_suffix(".federation"), say)
+                             state.with_suffix(".federation"), say, epsilon=epsilon, buckets=buckets)
             fits["federation"] = res["federation"]
             extra["guarantees"] = res["guarantees"]
             for d, codes, weights in zip(self.data.domains, res["codes"], res["weights"]):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from privrec.experiments.pfcr import cells, run_key
+from privrec.experiments.pfcr import cells, codec_of, run_key, sweep_cells
 from privrec.experiments.report import aggregate, markdown_table, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note
 
@@ -77,6 +77,37 @@ def claim(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
     return out
 
 
+def fig3(cfg, runs: list[RunRecord], domains: list[str]) -> dict:
+    """Fig. 3 analog: test R@10 (full prompting) against eps and against b (paper codec, FedAvg), each point
+    with the paper's eps and the true eps per client; validation R@10 against the round t; and the true
+    per-coordinate eps of the paper codec over the whole (eps, b) grid (no training needed)."""
+    from privrec.privacy.fedcodec_accounting import guarantee
+
+    main = {"method": "PFCR", "mode": "paper", "strategy": "fedavg"}
+    points = {"epsilon": [], "buckets": []}
+    for lab in [main, *sweep_cells(cfg)]:
+        rs = [r for r in runs if r.key == run_key(lab, r.seed) and (lab is not main or r.seed in cfg.sweep_seeds)]
+        if not rs:
+            continue
+        e, b = codec_of(lab, cfg)
+        g = rs[0].extra.get("guarantees") or {}
+        point = {"epsilon": e, "buckets": b, "true": max((float(v["epsilon"]) for v in g.values()), default=None),
+                 "test": {d: aggregate({"R@10": 100 * r.metrics[f"{d}/full"]["hr@10"]} for r in rs)["R@10"]
+                          for d in domains}}
+        if b == cfg.buckets:
+            points["epsilon"].append(point)
+        if e == cfg.epsilon:
+            points["buckets"].append(point)
+    rounds = []
+    for r in runs:
+        if r.key == run_key(main, r.seed) and "federation" in r.fit.get("parts", {}):
+            rounds.append({"seed": r.seed, "valid": [100 * x.get("valid_mean", {}).get("hr@10", float("nan"))
+                                                     for x in r.fit["parts"]["federation"]["rounds"]]})
+    per_coord = [{"epsilon": e, "buckets": b, "true": guarantee("paper", e, b, 1, 1, delta=None).epsilon}
+                 for e in sorted({cfg.epsilon, *cfg.epsilons}) for b in sorted({cfg.buckets, *cfg.buckets_grid})]
+    return {"points": points, "rounds": rounds, "per_coordinate": per_coord}
+
+
 def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, env: dict) -> dict:
     runs = outcome.records
     domains = [d.name for d in exp.data.domains]
@@ -84,14 +115,16 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
                  None)
     return {"kind": "pfcr", "config": cfg.to_dict(), "statistics": exp.data.statistics(), "domains": domains,
             "runs": [r.to_dict() for r in runs], "summary": summarise(cfg, runs, domains),
-            "claims": claim(cfg, runs, domains), "certificate_example": certs, "missing": outcome.missing,
+            "claims": claim(cfg, runs, domains), "fig3": fig3(cfg, runs, domains), "certificate_example": certs, "missing": outcome.missing,
             "environment_note": environment_note(outcome),
             "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
             "command": command, "environment": env}
 
 
 def write(out_dir: str | Path, res: dict) -> None:
-    save_report(out_dir, res, markdown(res))
+    from privrec.experiments.pfcr_plot import plots
+
+    save_report(out_dir, res, markdown(res), plots=plots(res))
 
 
 def _eps(e) -> str:
@@ -121,6 +154,26 @@ def markdown(res: dict) -> str:
                                       "verdict"],
                                      [[c["mode"], c["domain"], c["baseline"], len(c["seeds"]), f"{c['diff_mean']:+.2f}",
                                        f"{c['wins']}/{len(c['seeds'])}", c["verdict"]] for c in res["claims"]]), ""]
+    f3 = res.get("fig3") or {}
+    if f3.get("per_coordinate"):
+        lines += ["## Fig. 3 analog (paper codec, FedAvg; plot: fig3.png)", "",
+                  "True per-coordinate ε of one upload, ln(1 + b(e^ε + 1)), beside the paper's ε (a client uploads "
+                  "every coordinate of E every round; its certificate composes them):", "",
+                  markdown_table(["paper ε"] + [f"b = {b}" for b in sorted({p["buckets"] for p in f3["per_coordinate"]})],
+                                 [[f"{e:g}"] + [f"{p['true']:.3f}" for p in f3["per_coordinate"] if p["epsilon"] == e]
+                                  for e in sorted({p["epsilon"] for p in f3["per_coordinate"]})]), ""]
+        for axis, name in (("epsilon", "paper ε"), ("buckets", "b")):
+            pts = sorted(f3["points"][axis], key=lambda p: p[axis])
+            if pts:
+                lines += [f"Against {name}:", "",
+                          markdown_table(["paper ε", "b"] + [f"{d} R@10 (full)" for d in domains]
+                                         + ["true ε per client"],
+                                         [[f"{p['epsilon']:g}", p["buckets"]]
+                                          + [pm(p["test"][d], 2) for d in domains] + [_eps(p["true"])] for p in pts]),
+                          ""]
+        for r in f3["rounds"]:
+            lines += [f"Validation R@10 (mean over clients, percent) by round t, seed {r['seed']}: "
+                      + ", ".join(f"{t}: {v:.2f}" for t, v in enumerate(r["valid"], 1)), ""]
     cert = res.get("certificate_example")
     if cert:
         d, g = next(iter(cert.items()))

@@ -80,7 +80,8 @@ def prompt_tune(cfg, domain, codes, weights: dict, strategy: str, seed: int, sta
     return fit, test
 
 
-def federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed: int, folder: Path, log: Log) -> dict:
+def federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed: int, folder: Path, log: Log, *,
+             epsilon: float | None = None, buckets: int | None = None) -> dict:
     """Federated pre-training of the code table over ``data``'s domains on Flower (``cfg.runtime``),
     the round with the best validation Recall@10 kept: each client's weights then (its encoder, the
     global table), their test metrics, and each client's guarantee over all rounds run."""
@@ -89,7 +90,8 @@ def federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed:
     from privrec.flower.run import deploy, simulate
     from privrec.training.federated import CodecConfig, upload_guarantee
 
-    codec = CodecConfig(mode=mode, epsilon=cfg.epsilon, buckets=cfg.buckets, clip=cfg.clip)
+    codec = CodecConfig(mode=mode, epsilon=cfg.epsilon if epsilon is None else epsilon,
+                        buckets=cfg.buckets if buckets is None else buckets, clip=cfg.clip)
     fed = FederationConfig(rounds=cfg.rounds, local_epochs=cfg.local_epochs, codec=codec, strategy=strategy,
                            proximal_mu=cfg.proximal_mu if strategy == "fedprox" else 0.0, max_len=cfg.max_len,
                            model=cfg.model, train=replace(cfg.train, progress=False), seed=seed)
