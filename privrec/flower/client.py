@@ -38,7 +38,8 @@ class Proximal(Hook):
 
 
 @lru_cache(maxsize=8)
-def _task(path: str, k: int):
+def _task(path: str, k: int, version: int):
+    """Domain ``k``'s task and codes, cached per process; ``version`` (the file's mtime) drops a rewritten bundle's."""
     from privrec.data.splits import leave_one_out
     from privrec.training.tasks import SequenceTask
 
@@ -60,7 +61,8 @@ def client(b: Bundle, k: int, round_: int):
     from privrec.models import build
     from privrec.training.trainer import Trainer
 
-    task, codes = _task(str(b.path), k)
+    f = b.path / f"domain{k}.npz"
+    task, codes = _task(str(b.path), k, f.stat().st_mtime_ns if f.exists() else 0)   # 0: b.domain names the error
     cfg = b.config
     torch.manual_seed(cfg.seed * 1000 + k)
     model = build("code-sasrec", n_items=b.n_items[k], max_len=cfg.max_len, **cfg.model)
