@@ -27,23 +27,27 @@ def _domain(n_items: int, n_users: int, offset: int, seed: int):
     return Sequences.from_rows(rows), codes
 
 
-def _bundle(path, mode="calibrated", rounds=2, strategy="fedavg", mu=0.0):
+def _bundle(path, mode="calibrated", rounds=2, strategy="fedavg", mu=0.0, share=0.5):
     cfg = FederationConfig(rounds=rounds, codec=CodecConfig(mode=mode, epsilon=1.0, buckets=16, clip=0.05), max_len=5,
-                           model=MODEL, strategy=strategy, proximal_mu=mu,
+                           model=MODEL, strategy=strategy, proximal_mu=mu, popular_share=share,
                            train=TrainConfig(batch_size=8, lr=1e-2, progress=False))
     (a, ca), (b, cb) = _domain(12, 20, 0, 1), _domain(9, 15, 1, 2)
     return write_bundle(path, [("a", a, ca), ("b", b, cb)], cfg)
 
 
 def plain_loop(b) -> list[np.ndarray]:
-    """The federation without Flower: every client's round, decoded and FedAvg-ed, round by round."""
-    table, tables = b.table0(), []
+    """The federation without Flower: every client's round, decoded and aggregated, round by round."""
+    from privrec.flower.server import ServerState, aggregate
+
+    state, tables = ServerState(b.table0().astype(np.float64)), []
     for r in range(1, b.config.rounds + 1):
-        ups = [C.train_round(b, k, r, table) for k in range(b.n_domains)]
-        packed = [C.unpack(C.pack(u), b.config.codec, table.shape) for u, _, _ in ups]   # through the wire format
-        table = server_aggregate(table.astype(np.float64), packed, [n for _, n, _ in ups],
-                                 b.config.codec).astype(np.float32)
-        tables.append(table)
+        table = state.table.astype(np.float32)
+        control = None if state.control is None else state.control.astype(np.float32)
+        ups = [C.train_round(b, k, r, table, control) for k in range(b.n_domains)]
+        packed = [C.unpack(C.pack(u[0]), b.config.codec, table.shape) for u in ups]   # through the wire format
+        state = aggregate(b, ServerState(table.astype(np.float64), state.controls), packed, [u[1] for u in ups],
+                          [u[3] for u in ups])
+        tables.append(state.table.astype(np.float32))
     return tables
 
 
@@ -63,9 +67,10 @@ def plain_federation(bundle, log=print) -> dict:
     return res
 
 
-@pytest.mark.parametrize("mode", ["none", "paper", "calibrated"])
-def test_a_clients_rounds_are_deterministic_and_restartable(tmp_path, mode):
-    b = _bundle(tmp_path / "b", mode)
+@pytest.mark.parametrize("mode,strategy", [("none", "fedavg"), ("paper", "fedavg"), ("calibrated", "fedavg"),
+                                           ("paper", "scaffold"), ("calibrated", "popcode")])
+def test_a_clients_rounds_are_deterministic_and_restartable(tmp_path, mode, strategy):
+    b = _bundle(tmp_path / "b", mode, strategy=strategy)
     first = plain_loop(b)
     again = plain_loop(load_bundle(str(b.path)))            # rounds restart from the saved checkpoints
     for x, y in zip(first, again):
@@ -101,6 +106,58 @@ def test_fedprox_term_pulls_the_table_towards_the_global_one(tmp_path):
     plain = plain_loop(_bundle(tmp_path / "q", "none"))[0]
     prox_t = plain_loop(b)[0]
     assert np.linalg.norm(prox_t - b.table0()) < np.linalg.norm(plain - b.table0())
+
+
+def test_scaffold_controls_match_on_both_sides_and_correct_the_drift(tmp_path):
+    from privrec.flower.server import ServerState, aggregate
+    from privrec.training.fl_strategies import scaffold_control
+
+    # option II by hand: c_i+ = c_i - c + (x - y_i)/(K lr)
+    np.testing.assert_allclose(scaffold_control(np.ones(3), np.full(3, 0.5), np.array([0.2, 0.0, -0.4]), 4, 0.1),
+                               [1 - 0.5 - 0.5, 0.5, 1 - 0.5 + 1.0])
+    b = _bundle(tmp_path / "s", "none", rounds=2, strategy="scaffold")
+    plain = plain_loop(b)
+    assert not np.allclose(plain[1], plain_loop(_bundle(tmp_path / "f", "none"))[1])   # round 2 is corrected
+    # what each client stored as its c_i equals what the server derived from its (decoded) upload
+    state = ServerState(b.table0().astype(np.float64))
+    ups = [C.train_round(b, k, 1, b.table0()) for k in range(2)]
+    state = aggregate(b, state, [u[0] for u in ups], [u[1] for u in ups], [u[3] for u in ups])
+    for k in range(2):
+        _, _, hook = C.client(b, k, 1)
+        np.testing.assert_allclose(hook.client.numpy(), state.controls[k], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state.control, (state.controls[0] + state.controls[1]) / 2)
+    assert ups[0][3] == 3                                       # 20 users' windows in batches of 8
+    # the correction moves the table by lr (c - c_i) per step
+    model, trainer, hook = C.client(b, 0, 1)
+    hook.server = torch.zeros_like(hook.client)
+    before = model.item_embedding.table.weight.detach().clone()
+    hook.on_batch_end(trainer, {}, 0.0)
+    np.testing.assert_allclose(model.item_embedding.table.weight.detach() - before, b.config.train.lr * hook.client,
+                               rtol=1e-4, atol=1e-7)
+
+
+def test_popcode_federates_only_the_popular_rows(tmp_path):
+    from privrec.training.fl_strategies import popular_rows
+
+    codes = [np.array([[-1, -1], [0, 1], [0, 2], [1, 2]]), np.array([[-1, -1], [0, 3], [2, 2]])]
+    # counts: codebook 0 -> {0: 3, 1: 1, 2: 1}; codebook 1 -> {1: 1, 2: 3, 3: 1}; 4 centroids each
+    np.testing.assert_array_equal(popular_rows(codes, 4, 0.25), [1, 0, 0, 0, 0, 0, 1, 0])
+    assert popular_rows(codes, 4, 1.0).sum() == 6                   # unused codes are never "popular"
+    with pytest.raises(ParameterError, match="popular_share"):
+        popular_rows(codes, 4, 0.0)
+    b = _bundle(tmp_path / "p", "calibrated", rounds=2, strategy="popcode", share=0.25)
+    rows = b.popular()
+    assert 0 < rows.sum() < rows.size
+    tables = plain_loop(b)
+    np.testing.assert_array_equal(tables[1][~rows], b.table0()[~rows])     # the server keeps them as they were
+    assert not np.allclose(tables[1][rows], b.table0()[rows])
+    # a client's table: global popular rows, its own others
+    model, _, _ = C.client(b, 0, 2)
+    own = model.item_embedding.table.weight.detach().numpy()
+    mixed = C.client_table(b, own, tables[1])
+    np.testing.assert_array_equal(mixed[rows], tables[1][rows])
+    np.testing.assert_array_equal(mixed[~rows], own[~rows])
+    assert not np.allclose(own[~rows], b.table0()[~rows])                 # they trained locally
 
 
 def test_bad_federation_settings_are_refused(tmp_path):
@@ -141,3 +198,9 @@ def test_simulation_and_deployment_run_the_plain_loops_federation(tmp_path):
             np.testing.assert_allclose(np.load(run.global_table(t)), expected[t - 1], rtol=1e-5, atol=1e-6)
         assert json.loads((run.state / "result.json").read_text()) == res
         assert all(len(r["upload_bytes"]) == 2 and min(r["upload_bytes"]) > 0 for r in res["rounds"])
+    # SCAFFOLD's server control travels beside the table through Flower's messages (the simulation engine)
+    expected = plain_loop(_bundle(tmp_path / "plain-scaffold", "paper", strategy="scaffold"))
+    run = _bundle(tmp_path / "simulate-scaffold", "paper", strategy="scaffold")
+    simulate(run.path, log=lambda m: None)
+    for t in (1, 2):
+        np.testing.assert_allclose(np.load(run.global_table(t)), expected[t - 1], rtol=1e-5, atol=1e-6)

@@ -42,7 +42,7 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
     data = _platforms()
     logs: list[str] = []
     res = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
-    assert len(res["runs"]) == 2 + 1 + 3 + 1 + 2                 # baselines, PFCR-FD, 3 codecs, FedProx, Fig. 3
+    assert len(res["runs"]) == 2 + 1 + 3 + 3 + 2       # baselines, PFCR-FD, 3 codecs, Table 3 strategies, Fig. 3
     f3 = res["fig3"]
     assert [p["epsilon"] for p in sorted(f3["points"]["epsilon"], key=lambda p: p["epsilon"])] == [0.5, 0.9]
     assert [p["buckets"] for p in sorted(f3["points"]["buckets"], key=lambda p: p["buckets"])] == [64, 128]
@@ -62,7 +62,10 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
     plain = next(r for r in res["runs"] if r["labels"]["mode"] == "none")["extra"]["guarantees"]["A"]
     assert math.isinf(float(plain["epsilon"]))
     assert len(res["claims"]) == 6 and (tmp_path / "out" / "results.md").is_file()
-    assert "Certificate of one client" in (tmp_path / "out" / "results.md").read_text()
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "Certificate of one client" in md and "Table 3 analog" in md and "scaffold" in md
+    pop = next(r for r in res["runs"] if r["labels"]["strategy"] == "popcode")["extra"]["guarantees"]["A"]
+    assert 0 < pop["parameters"]["n_coords"] < n_coords and float(pop["epsilon"]) < float(paper["epsilon"])
     again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)     # everything reused
     assert [r["metrics"] for r in again["runs"]] == [r["metrics"] for r in res["runs"]]
 
@@ -70,7 +73,9 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
 @pytest.mark.parametrize("bad, match", [(dict(epsilon=0.0), "epsilon"), (dict(buckets=48), "power of two"),
                                         (dict(buckets=1), "power of two"), (dict(clip=0.0), "clip"),
                                         (dict(rounds=0), "rounds"), (dict(runtime="ray"), "runtime"),
-                                        (dict(modes=("secure",)), "codec modes")])
+                                        (dict(modes=("secure",)), "codec modes"),
+                                        (dict(strategies=("fedavg",)), "strategies"),
+                                        (dict(popular_share=0.0), "popular_share")])
 def test_bad_pfcr_settings_are_refused(bad, match):
     from privrec.experiments import pfcr as P
 

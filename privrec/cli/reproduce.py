@@ -278,16 +278,19 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 @click.option("--hidden", type=int, default=None, help="Encoder and prompt width (default 300, the paper's).")
 @click.option("--codecs", default=None, help="Comma-separated codec modes of the federation (default none,paper,"
                                              "calibrated).")
-@click.option("--no-fedprox", is_flag=True, help="No FedProx federation (Table 3).")
+@click.option("--strategies", default=None, help="Comma-separated Table 3 strategies beside FedAvg, paper codec "
+                                                 "(default fedprox,scaffold,popcode; 'none' for none).")
+@click.option("--no-fedprox", is_flag=True, help="Same as --strategies none (kept for older commands).")
 @click.option("--no-sweeps", is_flag=True, help="No Fig. 3 runs (ε and b sweeps).")
 @grid_options
 def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: int | None, runtime: str,
-         epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, no_fedprox: bool,
+         epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, strategies: str | None,
+         no_fedprox: bool,
          no_sweeps: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """PFCR's Tables 1-3 on two disjoint ML-1M platforms (action / drama; users and items disjoint):
     GRU4Rec, SASRec, the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
-    and full prompting) with uploads in the clear, the paper's codec and the calibrated codec; FedAvg and
-    FedProx. Each client's certificate states its true ε over every round.
+    and full prompting) with uploads in the clear, the paper's codec and the calibrated codec; FedAvg, and
+    FedProx, SCAFFOLD and PopCode (Table 3). Each client's certificate states its true ε over every round.
 
     Every finished run is saved; an interrupted reproduction resumes."""
     from privrec.experiments import pfcr as P
@@ -299,8 +302,10 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
     kw["runtime"] = runtime
     if codecs:
         kw["modes"] = tuple(m.strip() for m in codecs.split(","))
+    if strategies is not None:
+        kw["strategies"] = () if strategies.strip() == "none" else tuple(x.strip() for x in strategies.split(","))
     if no_fedprox:
-        kw["fedprox"] = False
+        kw["strategies"] = ()
     if no_sweeps:
         kw.update(epsilons=(), buckets_grid=())
     for name, value in (("rounds", rounds), ("epsilon", epsilon), ("buckets", buckets), ("hidden", hidden)):

@@ -62,7 +62,8 @@ class PFCRConfig:
     clip: float = 0.05                   # tau
     proximal_mu: float = 0.01            # FedProx (Table 3)
     modes: tuple[str, ...] = ("none", "paper", "calibrated")
-    fedprox: bool = True                 # Table 3: FedProx beside FedAvg (paper codec)
+    strategies: tuple[str, ...] = ("fedprox", "scaffold", "popcode")   # Table 3 beside FedAvg (paper codec)
+    popular_share: float = 0.5           # PopCode: the share of code rows federated (most items first)
     baselines: tuple[str, ...] = tuple(BASELINES)
     local: bool = True                   # PFCR-FD / PFCR-F
     # single-domain training and prompt tuning (the paper: Adam, lr 1e-3, batch 1,024)
@@ -91,6 +92,12 @@ class PFCRConfig:
             raise ParameterError(f"the clip range tau must be positive, got {self.clip}")
         if not (isinstance(self.rounds, int) and self.rounds >= 1):
             raise ParameterError(f"rounds must be an integer >= 1, got {self.rounds!r}")
+        table3 = ("fedprox", "scaffold", "popcode")
+        if any(x not in table3 for x in self.strategies) or len(set(self.strategies)) != len(self.strategies):
+            raise ParameterError(f"strategies must be distinct ones of {list(table3)} (FedAvg always runs), got "
+                                 f"{list(self.strategies)}")
+        if not 0 < self.popular_share <= 1:
+            raise ParameterError(f"popular_share must be in (0, 1], got {self.popular_share}")
         unknown = [m for m in self.baselines if m not in BASELINES]
         if unknown:
             raise ParameterError(f"unknown baselines {unknown}; use some of {list(BASELINES)}")
@@ -117,8 +124,9 @@ def cells(cfg: PFCRConfig) -> list[dict]:
     if cfg.local:
         out.append({"method": "PFCR-FD", "mode": None, "strategy": None})
     out += [{"method": "PFCR", "mode": m, "strategy": "fedavg"} for m in cfg.modes]
-    if cfg.fedprox:
-        out.append({"method": "PFCR", "mode": "paper", "strategy": "fedprox"})
+    for s in cfg.strategies:
+        lab = {"method": "PFCR", "mode": "paper", "strategy": s}
+        out.append({**lab, "popular_share": cfg.popular_share} if s == "popcode" else lab)
     return out
 
 
@@ -141,6 +149,8 @@ def run_key(lab: dict, seed: int) -> str:
     key = f"{lab['method']}|{lab['mode']}|{lab['strategy']}"
     if "epsilon" in lab:
         key += f"|eps={lab['epsilon']}|b={lab['buckets']}"
+    if "popular_share" in lab:
+        key += f"|share={lab['popular_share']}"
     return f"{key}|{seed}"
 
 
@@ -156,8 +166,9 @@ class PFCRExperiment:
 
     def fingerprint(self) -> str:
         summary = {d["domain"]: d for d in self.data.statistics()}
-        return runner.grid_fingerprint(self.cfg, ("seeds", "modes", "fedprox", "baselines", "local", "runtime",
-                                                  "epsilons", "buckets_grid", "sweep_seeds"),
+        return runner.grid_fingerprint(self.cfg, ("seeds", "modes", "strategies", "baselines", "local", "runtime",
+                                                  "epsilons", "buckets_grid", "sweep_seeds",
+                                                  "popular_share"),
                                        summary)
 
     def cap(self) -> tuple[int, int, int]:
@@ -199,7 +210,8 @@ class PFCRExperiment:
         else:
             epsilon, buckets = codec_of(lab, self.cfg)
             res = T.federate(self.cfg, self.data, self.codes(seed), lab["mode"], lab["strategy"], seed,
-                             state.with_suffix(".federation"), say, epsilon=epsilon, buckets=buckets)
+                             state.with_suffix(".federation"), say, epsilon=epsilon, buckets=buckets,
+                             popular_share=lab.get("popular_share"))
             fits["federation"] = res["federation"]
             extra["guarantees"] = res["guarantees"]
             for d, codes, weights in zip(self.data.domains, res["codes"], res["weights"]):

@@ -28,7 +28,8 @@ def rows(cfg) -> list[tuple[str, dict, str]]:
         if lab["method"] != "PFCR":
             continue
         for variant, what in (("pretrained", "PFCR-D (no prompt)"), ("light", "PFCR light"), ("full", "PFCR full")):
-            out.append((f"{what}, codec {lab['mode']}, {lab['strategy']}", lab, variant))
+            share = f" (share {lab['popular_share']:g})" if "popular_share" in lab else ""
+            out.append((f"{what}, codec {lab['mode']}, {lab['strategy']}{share}", lab, variant))
     return out
 
 
@@ -146,8 +147,20 @@ def markdown(res: dict) -> str:
             for s in res["summary"]]
     lines += ["## Test metrics (percent, mean ± std over seeds)", "", markdown_table(header, body), "",
               "PFCR-VFD = SASRec (ids, no codes, no federation, no prompt); PFCR-FD = codes only; PFCR-D = codes + "
-              "federation, no prompt; PFCR-F = codes + prompt, no federation. Table 3: FedAvg vs FedProx rows; "
-              "Scaffold and PopCode are not implemented (see the README).", ""]
+              "federation, no prompt; PFCR-F = codes + prompt, no federation.", ""]
+    t3 = [s for s in res["summary"] if s["labels"].get("method") == "PFCR" and s["labels"].get("mode") == "paper"
+          and s["variant"] == "full" and "epsilon" not in s["labels"]]
+    if len(t3) > 1:
+        lines += ["## Table 3 analog: federated strategies (PFCR full, paper codec)", "",
+                  markdown_table(["strategy"] + [f"{d} {c}" for d in domains for c in ("R@10", "N@10")]
+                                 + ["seeds", "true ε per client"],
+                                 [[s["labels"]["strategy"] + (f" (share {s['labels']['popular_share']:g})"
+                                                               if "popular_share" in s["labels"] else "")]
+                                  + [pm(s["test"][d].get(c), 2) for d in domains for c in ("R@10", "N@10")]
+                                  + [len(s["seeds"]), _eps(s["epsilon"])] for s in t3]), "",
+                  "SCAFFOLD's control variates are computed from the decoded (privatised) uploads on both sides, so "
+                  "it uploads what FedAvg uploads; PopCode federates only the most-used share of code rows (the "
+                  "others never leave a client), so its certificate composes fewer coordinates.", ""]
     if res["claims"]:
         lines += ["## Claim: PFCR (full) beats the best single-domain baseline in both domains (R@10, paired seeds)",
                   "", markdown_table(["codec", "domain", "best single-domain", "seeds", "Δ R@10 (points)", "wins",

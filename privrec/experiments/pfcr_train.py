@@ -81,19 +81,20 @@ def prompt_tune(cfg, domain, codes, weights: dict, strategy: str, seed: int, sta
 
 
 def federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed: int, folder: Path, log: Log, *,
-             epsilon: float | None = None, buckets: int | None = None) -> dict:
+             epsilon: float | None = None, buckets: int | None = None, popular_share: float | None = None) -> dict:
     """Federated pre-training of the code table over ``data``'s domains on Flower (``cfg.runtime``),
     the round with the best validation Recall@10 kept: each client's weights then (its encoder, the
     global table), their test metrics, and each client's guarantee over all rounds run."""
     from privrec.flower.bundle import FederationConfig, write_bundle
-    from privrec.flower.client import evaluate_round
+    from privrec.flower.client import client_table, evaluate_round
     from privrec.flower.run import deploy, simulate
     from privrec.training.federated import CodecConfig, upload_guarantee
 
     codec = CodecConfig(mode=mode, epsilon=cfg.epsilon if epsilon is None else epsilon,
                         buckets=cfg.buckets if buckets is None else buckets, clip=cfg.clip)
     fed = FederationConfig(rounds=cfg.rounds, local_epochs=cfg.local_epochs, codec=codec, strategy=strategy,
-                           proximal_mu=cfg.proximal_mu if strategy == "fedprox" else 0.0, max_len=cfg.max_len,
+                           proximal_mu=cfg.proximal_mu if strategy == "fedprox" else 0.0,
+                           popular_share=cfg.popular_share if popular_share is None else popular_share, max_len=cfg.max_len,
                            model=cfg.model, train=replace(cfg.train, progress=False), seed=seed)
     bundle = write_bundle(folder, [(d.name, d.sequences, c) for d, c in zip(data.domains, codes)], fed)
     result = (simulate if cfg.runtime == "simulation" else deploy)(bundle.path, log=log)
@@ -105,9 +106,13 @@ def federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed:
     for k, d in enumerate(data.domains):
         test[d.name] = evaluate_round(bundle, k, best, table, stage="test")[0]
         w = torch.load(bundle.client_state(k, best), map_location="cpu", weights_only=True)["model"]
-        w["item_embedding.table.weight"] = torch.as_tensor(table)
+        w["item_embedding.table.weight"] = torch.as_tensor(client_table(bundle, w["item_embedding.table.weight"].numpy(),
+                                                                        table))
         weights.append(w)
-    n_coords = int(table.size)
+    rows = bundle.popular()                  # PopCode: only the popular rows' coordinates are ever uploaded
+    n_coords = int(table.size if rows is None else rows.sum() * table.shape[1])
+    if rows is not None:
+        log(f"popcode: {int(rows.sum())} of {rows.size} code rows federated (share {fed.popular_share})")
     guarantees = {d.name: upload_guarantee(codec, n_coords, cfg.rounds).to_dict() for d in data.domains}
     import shutil
 

@@ -30,7 +30,7 @@ from flwr.serverapp.strategy import FedAvg, FedProx
 
 from privrec.flower import client as C
 from privrec.flower.bundle import Bundle, load_bundle
-from privrec.training.federated import server_aggregate
+from privrec.flower.server import ServerState, aggregate
 from privrec.utils.io import atomic_path
 
 SELECT = "hr@10"                     # early stopping: validation Recall@10 (leave-one-out: = HR@10)
@@ -52,11 +52,13 @@ def client_app(bundle: str | None = None) -> ClientApp:
         b = load_bundle(_path(context, bundle))
         k = int(context.node_config["partition-id"])
         round_ = int(msg.content["config"]["server-round"])
-        table = msg.content["arrays"]["table"].numpy()
-        upload, n, loss = C.train_round(b, k, round_, table)
+        received = msg.content["arrays"]
+        control = received["control"].numpy() if "control" in received else None      # SCAFFOLD's c
+        upload, n, loss, steps = C.train_round(b, k, round_, received["table"].numpy(), control)
         arrays = {name: _array(a) for name, a in C.pack(upload).items()}
         nbytes = int(sum(len(a.data) for a in arrays.values()))
-        metrics = MetricRecord({"num-examples": n, "loss": loss, "upload-bytes": nbytes, "partition-id": k})
+        metrics = MetricRecord({"num-examples": n, "loss": loss, "upload-bytes": nbytes, "partition-id": k,
+                                "local-steps": steps})
         return Message(RecordDict({"arrays": ArrayRecord(arrays), "metrics": metrics}), reply_to=msg)
 
     @app.evaluate()
@@ -72,14 +74,20 @@ def client_app(bundle: str | None = None) -> ClientApp:
 
 
 class CodecAggregation:
-    """Mixin over a Flower strategy: decode codec uploads and FedAvg them onto the current table."""
+    """Mixin over a Flower strategy: decode codec uploads and aggregate them onto the current table
+    (:func:`privrec.flower.server.aggregate`: FedAvg; PopCode's popular rows; SCAFFOLD's controls,
+    whose server control c travels to the clients beside the table as ``arrays["control"]``)."""
 
     bundle: Bundle
-    current: np.ndarray
+    server: ServerState | None = None
     log_rounds: dict
 
     def configure_train(self, server_round, arrays, config, grid):
-        self.current = arrays["table"].numpy().astype(np.float64)
+        table = arrays["table"].numpy().astype(np.float64)
+        controls = self.server.controls if self.server is not None else {}
+        self.server = ServerState(table, controls)
+        if self.server.control is not None:
+            arrays = ArrayRecord({"table": arrays["table"], "control": _array(self.server.control.astype(np.float32))})
         return super().configure_train(server_round, arrays, config, grid)
 
     def aggregate_train(self, server_round, replies):
@@ -88,11 +96,13 @@ class CodecAggregation:
             reasons = "; ".join(sorted({m.error.reason.strip().splitlines()[-1] for m in failed}))[:2000]
             raise RuntimeError(f"round {server_round}: {len(failed)} of {self.bundle.n_domains} client(s) failed "
                                f"({reasons or 'no reply'})")
-        codec, shape = self.bundle.config.codec, self.current.shape
+        codec, shape = self.bundle.config.codec, self.server.table.shape
         ordered = sorted(valid, key=lambda m: int(m.content["metrics"]["partition-id"]))
         uploads = [C.unpack({n: a.numpy() for n, a in m.content["arrays"].items()}, codec, shape) for m in ordered]
         weights = [float(m.content["metrics"]["num-examples"]) for m in ordered]
-        new = server_aggregate(self.current, uploads, weights, codec).astype(np.float32)
+        steps = [int(m.content["metrics"]["local-steps"]) for m in ordered]
+        self.server = aggregate(self.bundle, self.server, uploads, weights, steps)
+        new = self.server.table.astype(np.float32)
         row = self.log_rounds.setdefault(server_round, {"round": server_round})
         row["loss"] = [float(m.content["metrics"]["loss"]) for m in ordered]
         row["upload_bytes"] = [int(m.content["metrics"]["upload-bytes"]) for m in ordered]
@@ -119,6 +129,9 @@ class CodecFedAvg(CodecAggregation, FedAvg):
 
 class CodecFedProx(CodecAggregation, FedProx):
     """FedProx: FedAvg aggregation; clients add μ/2‖E − E_global‖² locally (``proximal-mu`` in their config)."""
+
+# SCAFFOLD and PopCode are not Flower strategies: both are FedAvg's message flow (CodecFedAvg) with
+# :func:`privrec.flower.server.aggregate`'s per-strategy step and the client's hooks.
 
 
 def _array(a: np.ndarray):

@@ -31,7 +31,7 @@ from privrec.training.federated import CodecConfig
 from privrec.training.trainer import TrainConfig
 from privrec.utils.io import atomic_path
 
-STRATEGIES = ("fedavg", "fedprox")
+STRATEGIES = ("fedavg", "fedprox", "scaffold", "popcode")
 EVAL = EvalConfig(mode="full", ks=(10, 50), metrics=("hr", "ndcg"), mask_history=True)
 
 
@@ -44,6 +44,7 @@ class FederationConfig:
     codec: CodecConfig = field(default_factory=CodecConfig)
     strategy: str = "fedavg"
     proximal_mu: float = 0.0            # FedProx's mu (strategy "fedprox")
+    popular_share: float = 0.5          # PopCode: the share of code rows federated (strategy "popcode")
     max_len: int = 50
     model: dict = field(default_factory=lambda: {"hidden": 300, "heads": 4, "layers": 2, "n_codebooks": 32,
                                                  "n_centroids": 256})
@@ -60,6 +61,8 @@ class FederationConfig:
         if self.proximal_mu < 0 or (self.strategy == "fedprox") != (self.proximal_mu > 0):
             raise ParameterError(f"proximal_mu must be > 0 with fedprox and 0 otherwise, got {self.proximal_mu} "
                                  f"with {self.strategy}")
+        if not 0 < self.popular_share <= 1:
+            raise ParameterError(f"popular_share must be in (0, 1], got {self.popular_share}")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -94,6 +97,15 @@ class Bundle:
                                  f"start SuperNodes with partition-id 0..{self.n_domains - 1}")
         with np.load(self.path / f"domain{k}.npz") as z:
             return Sequences(z["indptr"], z["items"]), z["codes"]
+
+    def popular(self) -> np.ndarray | None:
+        """PopCode's federated rows of E (a boolean mask), or None when every row is federated."""
+        if self.config.strategy != "popcode":
+            return None
+        from privrec.training.fl_strategies import popular_rows
+
+        return popular_rows([self.domain(k)[1] for k in range(self.n_domains)], self.config.model["n_centroids"],
+                            self.config.popular_share)
 
     def table0(self) -> np.ndarray:
         return np.load(self.path / "table0.npy")

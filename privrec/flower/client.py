@@ -4,10 +4,12 @@ The Flower ``ClientApp`` (:mod:`privrec.flower.apps`) only moves arrays in and o
 calls these; they can be tested, and re-run, without Flower.
 
 * :func:`train_round` — restore the client's round t-1 checkpoint (or build it fresh at round 1),
-  load the received global table E, train ``local_epochs`` (FedProx: plus μ/2‖E − E_global‖²),
-  encode ΔE with the codec (:func:`privrec.training.federated.client_round`), checkpoint round t;
+  load the received global table E (PopCode: its popular rows only), train ``local_epochs`` (FedProx:
+  plus μ/2‖E − E_global‖²; SCAFFOLD: with the drift correction c − c_i), encode ΔE with the codec
+  (:func:`privrec.training.federated.client_round`), update SCAFFOLD's c_i from the decoded upload,
+  checkpoint round t (strategies: :mod:`privrec.training.fl_strategies`);
 * :func:`evaluate_round` — the client's model after round t (its local encoder, the global E after
-  aggregation) on its validation users: the quantity early stopping reads;
+  aggregation, :func:`client_table`) on its validation users: the quantity early stopping reads;
 * :func:`pack` / :func:`unpack` — an encoded upload as named arrays (what crosses the wire) and back.
 """
 
@@ -20,21 +22,9 @@ import torch
 
 from privrec.flower.bundle import EVAL, Bundle
 from privrec.training.federated import CodecConfig
-from privrec.training.trainer import Hook
+from privrec.training.fl_strategies import ControlVariate, Proximal
 
-
-class Proximal(Hook):
-    """FedProx's local objective (Li et al. 2020): loss + μ/2 ‖E − E_global‖² on the federated table."""
-
-    def __init__(self, mu: float):
-        self.mu = float(mu)
-        self.anchor: torch.Tensor | None = None
-
-    def penalty(self, trainer):
-        if self.anchor is None or self.mu == 0:
-            return None
-        table = trainer.model.item_embedding.table.weight
-        return 0.5 * self.mu * (table - self.anchor).pow(2).sum()
+__all__ = ["Proximal", "client", "client_table", "evaluate_round", "pack", "train_round", "unpack"]
 
 
 @lru_cache(maxsize=8)
@@ -55,7 +45,8 @@ def _bundle(path: str) -> Bundle:
 
 
 def client(b: Bundle, k: int, round_: int):
-    """Client ``k``'s (model, trainer, proximal hook) as they stood after round ``round_`` (0: fresh, seeded)."""
+    """Client ``k``'s (model, trainer, strategy hook or None) as they stood after round ``round_`` (0: fresh,
+    seeded); the hook is FedProx's :class:`Proximal` or SCAFFOLD's :class:`ControlVariate`."""
     from dataclasses import replace
 
     from privrec.models import build
@@ -67,25 +58,58 @@ def client(b: Bundle, k: int, round_: int):
     torch.manual_seed(cfg.seed * 1000 + k)
     model = build("code-sasrec", n_items=b.n_items[k], max_len=cfg.max_len, **cfg.model)
     model.set_codes(torch.from_numpy(codes))
-    prox = Proximal(cfg.proximal_mu)
+    hook = {"fedprox": lambda: Proximal(cfg.proximal_mu), "scaffold": lambda: ControlVariate(cfg.train.lr)}.get(
+        cfg.strategy, lambda: None)()
     trainer = Trainer(model, task, replace(cfg.train, seed=cfg.seed * 1000 + k), EVAL,
-                      hooks=[prox] if cfg.strategy == "fedprox" else [])
+                      hooks=[hook] if hook is not None else [])
     if round_ > 0:
         trainer.load_checkpoint(b.client_state(k, round_))
-    return model, trainer, prox
+    return model, trainer, hook
 
 
-def train_round(b: Bundle, k: int, round_: int, global_table: np.ndarray) -> tuple[object, int, float]:
-    """Client ``k``'s round ``round_`` (1-based): (encoded upload, training sample count, mean loss)."""
+def client_table(b: Bundle, own: np.ndarray, global_table: np.ndarray) -> np.ndarray:
+    """The table a client uses given its ``own`` (local) table and the ``global_table``: the global one,
+    except under PopCode, where only the popular rows are global and the others the client's own."""
+    rows = b.popular()
+    g = np.asarray(global_table, dtype=np.float32)
+    return g if rows is None else np.where(rows[:, None], g, np.asarray(own, dtype=np.float32))
+
+
+def decoded(upload, codec: CodecConfig, shape: tuple[int, ...]) -> np.ndarray:
+    """One upload as the server reads it (the decoded ΔE, weight 1)."""
+    from privrec.training.federated import server_aggregate
+
+    return server_aggregate(np.zeros(shape), [upload], [1.0], codec)
+
+
+def train_round(b: Bundle, k: int, round_: int, global_table: np.ndarray,
+                control: np.ndarray | None = None) -> tuple[object, int, float, int]:
+    """Client ``k``'s round ``round_`` (1-based) from ``global_table`` (and SCAFFOLD's server ``control``
+    c): (encoded upload, training sample count, mean loss, local optimiser steps)."""
     from privrec.training.federated import client_round
+    from privrec.training.fl_strategies import scaffold_control
 
     torch.set_num_threads(1)
-    model, trainer, prox = client(b, k, round_ - 1)
-    prox.anchor = torch.as_tensor(np.asarray(global_table), dtype=torch.float32)
+    model, trainer, hook = client(b, k, round_ - 1)
+    start = np.asarray(global_table, dtype=np.float32)
+    if round_ > 1:                                    # PopCode: the unpopular rows stay the client's own
+        start = client_table(b, model.item_embedding.table.weight.detach().numpy(), start)
+    if isinstance(hook, Proximal):
+        hook.anchor = torch.as_tensor(np.asarray(global_table), dtype=torch.float32)
+    if isinstance(hook, ControlVariate):
+        hook.server = None if control is None else torch.as_tensor(np.asarray(control), dtype=torch.float32)
+        hook.steps = 0
     rng = np.random.default_rng([b.config.seed, k, round_, 5])
-    upload, n, loss = client_round(model, trainer, global_table, b.config.local_epochs, b.config.codec, rng)
+    upload, n, loss = client_round(model, trainer, start, b.config.local_epochs, b.config.codec, rng,
+                                   rows=b.popular())
+    steps = int(hook.steps) if isinstance(hook, ControlVariate) else trainer.task.n_train_batches(
+        b.config.train.batch_size) * b.config.local_epochs
+    if isinstance(hook, ControlVariate):
+        c_i = None if hook.client is None else hook.client.numpy()
+        new = scaffold_control(c_i, control, decoded(upload, b.config.codec, start.shape), steps, hook.lr)
+        hook.client = torch.as_tensor(new, dtype=torch.float32)
     trainer.save_checkpoint(b.client_state(k, round_))
-    return upload, n, loss
+    return upload, n, loss, steps
 
 
 def evaluate_round(b: Bundle, k: int, round_: int, global_table: np.ndarray, stage: str = "valid") -> tuple[dict, int]:
@@ -94,8 +118,9 @@ def evaluate_round(b: Bundle, k: int, round_: int, global_table: np.ndarray, sta
 
     torch.set_num_threads(1)
     model, trainer, _ = client(b, k, round_)
+    table = model.item_embedding.table.weight
     with torch.no_grad():
-        model.item_embedding.table.weight.copy_(torch.as_tensor(np.asarray(global_table), dtype=torch.float32))
+        table.copy_(torch.as_tensor(client_table(b, table.detach().numpy(), global_table)))
     res = evaluate(model, trainer.task, stage, EVAL)
     return dict(res.metrics), int(res.n_users)
 

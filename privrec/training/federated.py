@@ -73,14 +73,17 @@ def encode(delta: np.ndarray, codec: CodecConfig, rng: np.random.Generator):
 
 
 def client_round(model, trainer, global_table: np.ndarray, local_epochs: int, codec: CodecConfig,
-                 rng: np.random.Generator) -> tuple[object, int, float]:
+                 rng: np.random.Generator, rows: np.ndarray | None = None) -> tuple[object, int, float]:
     """Load ``global_table`` into ``model``, train ``local_epochs`` with ``trainer`` (built on ``model``),
-    return (encoded ΔE, the client's training sample count for FedAvg, mean local loss)."""
+    return (encoded ΔE, the client's training sample count for FedAvg, mean local loss). ``rows``: a
+    boolean mask of the federated rows (PopCode); the others upload the constant 0, which reveals nothing."""
     table = shared_table(model)
     with torch.no_grad():
         table.copy_(torch.as_tensor(global_table, dtype=table.dtype))
     losses = trainer.train_epochs(local_epochs)
     delta = table.detach().cpu().numpy().astype(np.float64) - np.asarray(global_table, dtype=np.float64)
+    if rows is not None:
+        delta[~np.asarray(rows, dtype=bool)] = 0.0
     n = int(getattr(trainer.task, "n_train_samples", 0) or trainer.task.n_train_batches(1))
     return encode(delta, codec, rng), n, float(np.mean(losses))
 
