@@ -1,4 +1,4 @@
-"""PFCR's Fig. 3 analog: test Recall@10 (full prompting) against the paper's ε and the buckets b, each point
+"""PFCR's Fig. 3 analog: test Recall@10 of the federated model (PFCR-D, no prompt) against the paper's ε and the buckets b, each point
 labelled with the true ε per client, and validation Recall@10 against the federated round t."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def plot_fig3(res: dict, path: Path) -> None:
         if axis == "buckets":
             ax.set_xscale("log", base=2)
         ax.set_xlabel(label)
-        ax.set_ylabel("Recall@10 (%), test")
+        ax.set_ylabel("Recall@10 (%), test, PFCR-D")
         ax.set_title(f"{label} (label: true ε per client)", fontsize=9)
         ax.legend(fontsize=8)
     for r in f3["rounds"]:

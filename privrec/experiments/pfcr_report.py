@@ -79,7 +79,7 @@ def claim(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
 
 
 def fig3(cfg, runs: list[RunRecord], domains: list[str]) -> dict:
-    """Fig. 3 analog: test R@10 (full prompting) against eps and against b (paper codec, FedAvg), each point
+    """Fig. 3 analog: test R@10 of the federated model (PFCR-D, no prompt) against eps and against b (paper codec, FedAvg), each point
     with the paper's eps and the true eps per client; validation R@10 against the round t; and the true
     per-coordinate eps of the paper codec over the whole (eps, b) grid (no training needed)."""
     from privrec.privacy.fedcodec_accounting import guarantee
@@ -93,7 +93,7 @@ def fig3(cfg, runs: list[RunRecord], domains: list[str]) -> dict:
         e, b = codec_of(lab, cfg)
         g = rs[0].extra.get("guarantees") or {}
         point = {"epsilon": e, "buckets": b, "true": max((float(v["epsilon"]) for v in g.values()), default=None),
-                 "test": {d: aggregate({"R@10": 100 * r.metrics[f"{d}/full"]["hr@10"]} for r in rs)["R@10"]
+                 "test": {d: aggregate({"R@10": 100 * r.metrics[f"{d}/pretrained"]["hr@10"]} for r in rs)["R@10"]
                           for d in domains}}
         if b == cfg.buckets:
             points["epsilon"].append(point)
@@ -179,7 +179,7 @@ def markdown(res: dict) -> str:
             pts = sorted(f3["points"][axis], key=lambda p: p[axis])
             if pts:
                 lines += [f"Against {name}:", "",
-                          markdown_table(["paper ε", "b"] + [f"{d} R@10 (full)" for d in domains]
+                          markdown_table(["paper ε", "b"] + [f"{d} R@10 (PFCR-D)" for d in domains]
                                          + ["true ε per client"],
                                          [[f"{p['epsilon']:g}", p["buckets"]]
                                           + [pm(p["test"][d], 2) for d in domains] + [_eps(p["true"])] for p in pts]),
