@@ -87,7 +87,8 @@ def popular_rows(codes: list[np.ndarray], n_centroids: int, share: float) -> np.
     ``share`` of rows used by the most items, counted over every domain's items (``codes``: each domain's
     (n_items + 1, n_codebooks) codes, row 0 padding). Ties at the cut are included; unused rows never are.
 
-    The PFCR code marks a code popular when at least 200 items use it; with ML-1M's ~3,300 items over
+    The counts describe the platforms' catalogues (item texts), not their users, and are treated as
+    public here, as in the PFCR code. The PFCR code marks a code popular when at least 200 items use it; with ML-1M's ~3,300 items over
     256 centroids per codebook (~13 items a code) that would select nothing, hence a share."""
     if not 0 < share <= 1:
         raise ParameterError(f"popular_share must be in (0, 1], got {share}")
