@@ -42,7 +42,7 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
     data = _platforms()
     logs: list[str] = []
     res = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
-    assert len(res["runs"]) == 2 + 1 + 3 + 3 + 2       # baselines, PFCR-FD, 3 codecs, Table 3 strategies, Fig. 3
+    assert len(res["runs"]) == 3 + 1 + 3 + 3 + 2       # baselines, PFCR-FD, 3 codecs, Table 3 strategies, Fig. 3
     f3 = res["fig3"]
     assert [p["epsilon"] for p in sorted(f3["points"]["epsilon"], key=lambda p: p["epsilon"])] == [0.5, 0.9]
     assert [p["buckets"] for p in sorted(f3["points"]["buckets"], key=lambda p: p["buckets"])] == [64, 128]

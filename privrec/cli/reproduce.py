@@ -288,7 +288,7 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
          no_fedprox: bool,
          no_sweeps: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """PFCR's Tables 1-3 on two disjoint ML-1M platforms (action / drama; users and items disjoint):
-    GRU4Rec, SASRec, the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
+    GRU4Rec, SASRec, BERT4Rec (cloze), the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
     and full prompting) with uploads in the clear, the paper's codec and the calibrated codec; FedAvg, and
     FedProx, SCAFFOLD and PopCode (Table 3). Each client's certificate states its true ε over every round.
 

@@ -38,7 +38,7 @@ from privrec.privacy.validate import check_epsilon
 from privrec.training.federated import MODES
 from privrec.training.trainer import TrainConfig
 
-BASELINES = {"GRU4Rec": "gru4rec", "SASRec": "sasrec"}
+BASELINES = {"GRU4Rec": "gru4rec", "SASRec": "sasrec", "BERT4Rec": "bert4rec"}
 RUNTIMES = ("simulation", "deployment")
 VARIANTS = ("pretrained", "light", "full")
 

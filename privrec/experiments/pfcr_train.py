@@ -31,16 +31,17 @@ def clear_side_states(state: Path) -> None:
         shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
-def _task(cfg, domain):
-    from privrec.training.tasks import SequenceTask
+def _task(cfg, domain, model):
+    """The model's own training task (next-item windows; BERT4Rec: cloze) over the domain's split."""
+    from privrec.training.tasks import task_for
 
-    return SequenceTask(domain.split, n_items=domain.n_items, max_len=cfg.max_len)
+    return task_for(model, domain.split, domain.n_items, cfg.max_len)
 
 
 def _fit(model, cfg, domain, seed: int, state: Path, log: Log, keep_weights: bool = False):
     from privrec.training.trainer import Trainer
 
-    trainer = Trainer(model, _task(cfg, domain), replace(cfg.train, seed=seed), EVAL, log=log)
+    trainer = Trainer(model, _task(cfg, domain, model), replace(cfg.train, seed=seed), EVAL, log=log)
     fit = trainer.fit(state)
     test = trainer.test().metrics
     if state.exists():
