@@ -281,11 +281,13 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 @click.option("--strategies", default=None, help="Comma-separated Table 3 strategies beside FedAvg, paper codec "
                                                  "(default fedprox,scaffold,popcode; 'none' for none).")
 @click.option("--no-fedprox", is_flag=True, help="Same as --strategies none (kept for older commands).")
+@click.option("--baselines", default=None, help="Comma-separated single-platform baselines (default GRU4Rec,SASRec,"
+                                                "BERT4Rec; 'none' for none).")
 @click.option("--no-sweeps", is_flag=True, help="No Fig. 3 runs (ε and b sweeps).")
 @grid_options
 def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: int | None, runtime: str,
          epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, strategies: str | None,
-         no_fedprox: bool,
+         no_fedprox: bool, baselines: str | None,
          no_sweeps: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """PFCR's Tables 1-3 on two disjoint ML-1M platforms (action / drama; users and items disjoint):
     GRU4Rec, SASRec, BERT4Rec (cloze), the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
@@ -306,6 +308,8 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
         kw["strategies"] = () if strategies.strip() == "none" else tuple(x.strip() for x in strategies.split(","))
     if no_fedprox:
         kw["strategies"] = ()
+    if baselines is not None:
+        kw["baselines"] = () if baselines.strip() == "none" else tuple(x.strip() for x in baselines.split(","))
     if no_sweeps:
         kw.update(epsilons=(), buckets_grid=())
     for name, value in (("rounds", rounds), ("epsilon", epsilon), ("buckets", buckets), ("hidden", hidden)):
