@@ -7,10 +7,10 @@
   the round. A node's domain is ``node_config["partition-id"]`` (set by the simulation engine, or
   ``flower-supernode --node-config "partition-id=K"`` in deployment).
 * **ServerApp** — Flower's :class:`~flwr.serverapp.strategy.FedAvg` / :class:`~flwr.serverapp.strategy.FedProx`
-  with their sampling, messaging and round loop; only ``aggregate_train`` is replaced (:class:`CodecAggregation`):
-  the uploads are decoded by the codec and FedAvg-ed onto the current E
-  (:func:`privrec.training.federated.server_aggregate`), since an encoded upload is not a weight to
-  average. Each round's E is saved (``state/global-round{t}.npy``) and ``state/result.json`` records
+  with their sampling, messaging and round loop (SCAFFOLD and PopCode: FedAvg's); ``aggregate_train`` is
+  replaced (:class:`CodecAggregation`): the uploads are decoded by the codec and aggregated onto the
+  current E by :func:`privrec.flower.server.aggregate` (an encoded upload is not a weight to average),
+  and ``configure_train`` adds SCAFFOLD's server control ``arrays["control"]``. Each round's E is saved (``state/global-round{t}.npy``) and ``state/result.json`` records
   per-round losses, validation metrics, bytes uploaded, and the best round by validation Recall@10
   (early stopping selects that round's model; the rounds run to the configured count).
 
