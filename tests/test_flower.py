@@ -146,7 +146,7 @@ def test_popcode_federates_only_the_popular_rows(tmp_path):
     with pytest.raises(ParameterError, match="popular_share"):
         popular_rows(codes, 4, 0.0)
     b = _bundle(tmp_path / "p", "calibrated", rounds=2, strategy="popcode", share=0.25)
-    rows = b.popular()
+    rows = b.popular
     assert 0 < rows.sum() < rows.size
     tables = plain_loop(b)
     np.testing.assert_array_equal(tables[1][~rows], b.table0()[~rows])     # the server keeps them as they were

@@ -110,7 +110,7 @@ def federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed:
         w["item_embedding.table.weight"] = torch.as_tensor(client_table(bundle, w["item_embedding.table.weight"].numpy(),
                                                                         table))
         weights.append(w)
-    rows = bundle.popular()                  # PopCode: only the popular rows' coordinates are ever uploaded
+    rows = bundle.popular                  # PopCode: only the popular rows' coordinates are ever uploaded
     n_coords = int(table.size if rows is None else rows.sum() * table.shape[1])
     if rows is not None:
         log(f"popcode: {int(rows.sum())} of {rows.size} code rows federated (share {fed.popular_share})")

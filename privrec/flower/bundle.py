@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -98,14 +98,18 @@ class Bundle:
         with np.load(self.path / f"domain{k}.npz") as z:
             return Sequences(z["indptr"], z["items"]), z["codes"]
 
+    @cached_property
     def popular(self) -> np.ndarray | None:
-        """PopCode's federated rows of E (a boolean mask), or None when every row is federated."""
+        """PopCode's federated rows of E (a read-only boolean mask), or None when every row is federated;
+        read from the domain files once per bundle (every round of every client asks for it)."""
         if self.config.strategy != "popcode":
             return None
         from privrec.training.fl_strategies import popular_rows
 
-        return popular_rows([self.domain(k)[1] for k in range(self.n_domains)], self.config.model["n_centroids"],
+        rows = popular_rows([self.domain(k)[1] for k in range(self.n_domains)], self.config.model["n_centroids"],
                             self.config.popular_share)
+        rows.flags.writeable = False
+        return rows
 
     def table0(self) -> np.ndarray:
         return np.load(self.path / "table0.npy")

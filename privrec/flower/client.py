@@ -70,7 +70,7 @@ def client(b: Bundle, k: int, round_: int):
 def client_table(b: Bundle, own: np.ndarray, global_table: np.ndarray) -> np.ndarray:
     """The table a client uses given its ``own`` (local) table and the ``global_table``: the global one,
     except under PopCode, where only the popular rows are global and the others the client's own."""
-    rows = b.popular()
+    rows = b.popular
     g = np.asarray(global_table, dtype=np.float32)
     return g if rows is None else np.where(rows[:, None], g, np.asarray(own, dtype=np.float32))
 
@@ -101,7 +101,7 @@ def train_round(b: Bundle, k: int, round_: int, global_table: np.ndarray,
         hook.steps = 0
     rng = np.random.default_rng([b.config.seed, k, round_, 5])
     upload, n, loss = client_round(model, trainer, start, b.config.local_epochs, b.config.codec, rng,
-                                   rows=b.popular())
+                                   rows=b.popular)
     steps = int(hook.steps) if isinstance(hook, ControlVariate) else trainer.task.n_train_batches(
         b.config.train.batch_size) * b.config.local_epochs
     if isinstance(hook, ControlVariate):

@@ -43,7 +43,7 @@ def aggregate(b: Bundle, state: ServerState, uploads: list, weights: list[float]
     codec), FedAvg ``weights`` and local step counts ``steps`` (SCAFFOLD's K)."""
     cfg = b.config
     new = server_aggregate(state.table, uploads, weights, cfg.codec)
-    rows = b.popular()
+    rows = b.popular
     if rows is not None:
         new[~rows] = state.table[~rows]
     controls = dict(state.controls)
