@@ -86,6 +86,7 @@ CASES: list[tuple[str, str]] = [
     ("reproduce pfcr --quick --epsilon 0 --out rep", "epsilon"),
     ("reproduce pfcr --quick --buckets 48 --out rep", "power of two"),
     ("reproduce pfcr --quick --rounds 0 --out rep", "rounds"),
+    ("reproduce pfcr --quick --local-epochs 0 --out rep", "local_epochs"),
     ("reproduce pfcr --quick --strategies scaffold,bogus --out rep", "strategies"),
     ("reproduce pfcr --quick --baselines LightGCN --out rep", "unknown baselines"),
 ]

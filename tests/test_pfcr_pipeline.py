@@ -64,6 +64,7 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
     assert len(res["claims"]) == 6 and (tmp_path / "out" / "results.md").is_file()
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Certificate of one client" in md and "Table 3 analog" in md and "scaffold" in md
+    assert "1 local epoch(s)" in md and "## Training length" in md and "SASRec · None · None · 0" in md
     pop = next(r for r in res["runs"] if r["labels"]["strategy"] == "popcode")["extra"]["guarantees"]["A"]
     assert 0 < pop["parameters"]["n_coords"] < n_coords and float(pop["epsilon"]) < float(paper["epsilon"])
     again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)     # everything reused
@@ -72,7 +73,8 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
 
 @pytest.mark.parametrize("bad, match", [(dict(epsilon=0.0), "epsilon"), (dict(buckets=48), "power of two"),
                                         (dict(buckets=1), "power of two"), (dict(clip=0.0), "clip"),
-                                        (dict(rounds=0), "rounds"), (dict(runtime="ray"), "runtime"),
+                                        (dict(rounds=0), "rounds"), (dict(local_epochs=0), "local_epochs"),
+                                        (dict(runtime="ray"), "runtime"),
                                         (dict(modes=("secure",)), "codec modes"),
                                         (dict(strategies=("fedavg",)), "strategies"),
                                         (dict(popular_share=0.0), "popular_share")])

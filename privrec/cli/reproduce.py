@@ -270,6 +270,8 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 @click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs of single-domain training and prompt tuning.")
 @click.option("--rounds", type=int, default=None, help="Federated rounds (default 10, the paper's).")
+@click.option("--local-epochs", type=int, default=None,
+              help="Local epochs per client per round (default 1, the official code's).")
 @click.option("--mode", "runtime", type=click.Choice(["simulation", "deployment"]), default="simulation",
               show_default=True, help="Flower's simulation engine, or a SuperLink and one SuperNode per domain as "
                                       "processes on 127.0.0.1.")
@@ -283,11 +285,13 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 @click.option("--no-fedprox", is_flag=True, help="Same as --strategies none (kept for older commands).")
 @click.option("--baselines", default=None, help="Comma-separated single-platform baselines (default GRU4Rec,SASRec,"
                                                 "BERT4Rec; 'none' for none).")
+@click.option("--no-local", is_flag=True, help="No PFCR-FD / PFCR-F runs (the code encoder trained alone).")
 @click.option("--no-sweeps", is_flag=True, help="No Fig. 3 runs (ε and b sweeps).")
 @grid_options
-def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: int | None, runtime: str,
+def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: int | None, local_epochs: int | None,
+         runtime: str,
          epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, strategies: str | None,
-         no_fedprox: bool, baselines: str | None,
+         no_fedprox: bool, baselines: str | None, no_local: bool,
          no_sweeps: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """PFCR's Tables 1-3 on two disjoint ML-1M platforms (action / drama; users and items disjoint):
     GRU4Rec, SASRec, BERT4Rec (cloze), the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
@@ -312,7 +316,9 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
         kw["baselines"] = () if baselines.strip() == "none" else tuple(x.strip() for x in baselines.split(","))
     if no_sweeps:
         kw.update(epsilons=(), buckets_grid=())
-    for name, value in (("rounds", rounds), ("epsilon", epsilon), ("buckets", buckets), ("hidden", hidden)):
+    if no_local:
+        kw["local"] = False
+    for name, value in (("rounds", rounds), ("local_epochs", local_epochs), ("epsilon", epsilon), ("buckets", buckets), ("hidden", hidden)):
         if value is not None:
             kw[name] = value
     cfg, result = _launch(P.reproduce, P.PFCRConfig(**kw), "PFCR", quick, out, epochs, log, resume, add_progress,

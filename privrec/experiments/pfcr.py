@@ -92,6 +92,9 @@ class PFCRConfig:
             raise ParameterError(f"the clip range tau must be positive, got {self.clip}")
         if not (isinstance(self.rounds, int) and self.rounds >= 1):
             raise ParameterError(f"rounds must be an integer >= 1, got {self.rounds!r}")
+        if not (isinstance(self.local_epochs, int) and self.local_epochs >= 1):
+            raise ParameterError(f"local_epochs must be an integer >= 1 (epochs per client per round), got "
+                                 f"{self.local_epochs!r}")
         table3 = ("fedprox", "scaffold", "popcode")
         if any(x not in table3 for x in self.strategies) or len(set(self.strategies)) != len(self.strategies):
             raise ParameterError(f"strategies must be distinct ones of {list(table3)} (FedAvg always runs), got "

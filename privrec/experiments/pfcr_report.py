@@ -128,6 +128,22 @@ def write(out_dir: str | Path, res: dict) -> None:
     save_report(out_dir, res, markdown(res), plots=plots(res))
 
 
+def training_length(runs: list[dict]) -> list[str]:
+    """One line per run: each training's best epoch / epochs run, '(cap)' where it stopped on the epoch cap
+    rather than on patience (a binding cap: that training might have improved further)."""
+    body = []
+    for r in runs:
+        parts = {k: v for k, v in r["fit"].get("parts", {}).items() if k != "federation"}
+        if parts:
+            body.append([r["key"].replace("|", " · "), ", ".join(
+                f"{k} {v['best_epoch']}/{v['epochs_run']}{'' if v['stopped_early'] else ' (cap)'}"
+                for k, v in parts.items())])
+    if not body:
+        return []
+    return ["## Training length (best epoch / epochs run; '(cap)': stopped by the epoch cap, not by patience)", "",
+            markdown_table(["run", "trainings"], body), ""]
+
+
 def _eps(e) -> str:
     if e is None:
         return "–"
@@ -142,6 +158,12 @@ def markdown(res: dict) -> str:
               markdown_table(["domain", "users", "items", "interactions", "avg length", "density"],
                              [[s["domain"], f"{s['users']:,}", f"{s['items']:,}", f"{s['interactions']:,}",
                                f"{s['avg_seq_len']:.1f}", f"{s['density']:.4f}"] for s in res["statistics"]]), ""]
+    c = res["config"]
+    lines += [f"Setting: encoder hidden {c['hidden']}, {c['heads']} heads, {c['layers']} layers; {c['n_codebooks']} × "
+              f"{c['n_centroids']} PQ codes; {c['rounds']} federated rounds of {c['local_epochs']} local epoch(s) per "
+              f"client; training and prompt tuning capped at {c['train']['epochs']} epochs in this invocation "
+              f"(patience {c['train']['patience']}; runs reused from earlier invocations keep their own cap, see "
+              f"'Training length').", ""]
     header = ["method"] + [f"{d} {c}" for d in domains for c in COLS] + ["true ε per client"]
     body = [[s["row"]] + [pm(s["test"][d].get(c), 2) for d in domains for c in COLS] + [_eps(s["epsilon"])]
             for s in res["summary"]]
@@ -187,6 +209,7 @@ def markdown(res: dict) -> str:
         for r in f3["rounds"]:
             lines += [f"Validation R@10 (mean over clients, percent) by round t, seed {r['seed']}: "
                       + ", ".join(f"{t}: {v:.2f}" for t, v in enumerate(r["valid"], 1)), ""]
+    lines += training_length(res["runs"])
     cert = res.get("certificate_example")
     if cert:
         d, g = next(iter(cert.items()))
