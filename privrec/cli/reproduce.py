@@ -286,7 +286,7 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 @click.option("--baselines", default=None, help="Comma-separated single-platform baselines (default GRU4Rec,SASRec,"
                                                 "BERT4Rec; 'none' for none).")
 @click.option("--patience", type=click.IntRange(min=1), default=None,
-              help="Early-stopping patience of single-domain training and prompt tuning (default 5).")
+              help="Early-stopping patience of single-domain training and prompt tuning (default 10, the paper's).")
 @click.option("--no-local", is_flag=True, help="No PFCR-FD / PFCR-F runs (the code encoder trained alone).")
 @click.option("--no-sweeps", is_flag=True, help="No Fig. 3 runs (ε and b sweeps).")
 @grid_options
