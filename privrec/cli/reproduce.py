@@ -287,13 +287,18 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
                                                 "BERT4Rec; 'none' for none).")
 @click.option("--patience", type=click.IntRange(min=1), default=None,
               help="Early-stopping patience of single-domain training and prompt tuning (default 10, the paper's).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Batch size of every training, local rounds included (default 1,024, the paper's).")
+@click.option("--no-federation", is_flag=True, help="No federated runs: the single-platform baselines and "
+                                                     "PFCR-FD / PFCR-F only.")
 @click.option("--no-local", is_flag=True, help="No PFCR-FD / PFCR-F runs (the code encoder trained alone).")
 @click.option("--no-sweeps", is_flag=True, help="No Fig. 3 runs (ε and b sweeps).")
 @grid_options
 def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: int | None, local_epochs: int | None,
          runtime: str,
          epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, strategies: str | None,
-         no_fedprox: bool, baselines: str | None, patience: int | None, no_local: bool,
+         no_fedprox: bool, baselines: str | None, patience: int | None, batch_size: int | None, no_federation: bool,
+         no_local: bool,
          no_sweeps: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """PFCR's Tables 1-3 on two disjoint ML-1M platforms (action / drama; users and items disjoint):
     GRU4Rec, SASRec, BERT4Rec (cloze), the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
@@ -320,12 +325,16 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
         kw.update(epsilons=(), buckets_grid=())
     if no_local:
         kw["local"] = False
+    if no_federation:
+        kw.update(modes=(), strategies=(), epsilons=(), buckets_grid=())
     for name, value in (("rounds", rounds), ("local_epochs", local_epochs), ("epsilon", epsilon), ("buckets", buckets), ("hidden", hidden)):
         if value is not None:
             kw[name] = value
     cfg = P.PFCRConfig(**kw)
     if patience is not None:
         cfg = replace(cfg, train=replace(cfg.train, patience=patience))
+    if batch_size is not None:
+        cfg = replace(cfg, train=replace(cfg.train, batch_size=batch_size))
     cfg, result = _launch(P.reproduce, cfg, "PFCR", quick, out, epochs, log, resume, add_progress,
                           report_only, jobs, threads)
     doms = result["domains"]

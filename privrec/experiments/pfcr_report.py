@@ -190,7 +190,7 @@ def markdown(res: dict) -> str:
                                      [[c["mode"], c["domain"], c["baseline"], len(c["seeds"]), f"{c['diff_mean']:+.2f}",
                                        f"{c['wins']}/{len(c['seeds'])}", c["verdict"]] for c in res["claims"]]), ""]
     f3 = res.get("fig3") or {}
-    if f3.get("per_coordinate"):
+    if f3.get("per_coordinate") and (f3.get("rounds") or any(f3.get("points", {}).values())):
         lines += ["## Fig. 3 analog (paper codec, FedAvg; plot: fig3.png)", "",
                   "True per-coordinate ε of one upload, ln(1 + b(e^ε + 1)), beside the paper's ε (a client uploads "
                   "every coordinate of E every round; its certificate composes them):", "",
