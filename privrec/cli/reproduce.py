@@ -332,10 +332,9 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
         if value is not None:
             kw[name] = value
     cfg = P.PFCRConfig(**kw)
-    if patience is not None:
-        cfg = replace(cfg, train=replace(cfg.train, patience=patience))
-    if batch_size is not None:
-        cfg = replace(cfg, train=replace(cfg.train, batch_size=batch_size))
+    budget = {k: v for k, v in (("patience", patience), ("batch_size", batch_size)) if v is not None}
+    if budget:
+        cfg = replace(cfg, train=replace(cfg.train, **budget))
     cfg, result = _launch(P.reproduce, cfg, "PFCR", quick, out, epochs, log, resume, add_progress,
                           report_only, jobs, threads)
     doms = result["domains"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from privrec.experiments.pfcr import cells, codec_of, run_key, sweep_cells
 from privrec.experiments.report import aggregate, markdown_table, pm, save_report, trailer
-from privrec.experiments.runner import Outcome, RunRecord, environment_note
+from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
 
 COLS = {"R@10": "hr@10", "R@50": "hr@50", "N@10": "ndcg@10", "N@50": "ndcg@50"}
 CLAIM = "R@10"
@@ -128,7 +128,7 @@ def write(out_dir: str | Path, res: dict) -> None:
     save_report(out_dir, res, markdown(res), plots=plots(res))
 
 
-def training_length(runs: list[dict]) -> list[str]:
+def training_length(runs: list[dict], patience: int) -> list[str]:
     """One line per run: each training's best epoch / epochs run, '(cap)' where it stopped on the epoch cap
     rather than on patience (a binding cap: that training might have improved further)."""
     body = []
@@ -136,7 +136,7 @@ def training_length(runs: list[dict]) -> list[str]:
         parts = {k: v for k, v in r["fit"].get("parts", {}).items() if k != "federation"}
         if parts:
             body.append([r["key"].replace("|", " · "), ", ".join(
-                f"{k} {v['best_epoch']}/{v['epochs_run']}{'' if v['stopped_early'] else ' (cap)'}"
+                f"{k} {v['best_epoch']}/{v['epochs_run']}{'' if stopped_early(v, patience) else ' (cap)'}"
                 for k, v in parts.items())])
     if not body:
         return []
@@ -209,7 +209,7 @@ def markdown(res: dict) -> str:
         for r in f3["rounds"]:
             lines += [f"Validation R@10 (mean over clients, percent) by round t, seed {r['seed']}: "
                       + ", ".join(f"{t}: {v:.2f}" for t, v in enumerate(r["valid"], 1)), ""]
-    lines += training_length(res["runs"])
+    lines += training_length(res["runs"], c["train"]["patience"])
     cert = res.get("certificate_example")
     if cert:
         d, g = next(iter(cert.items()))
