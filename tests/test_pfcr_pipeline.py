@@ -89,3 +89,27 @@ def test_statistics_count_each_platforms_own_users_and_items():
     data, _ = _platforms()
     stats = pd.DataFrame(data.statistics())
     assert list(stats.domain) == ["A", "B"] and (stats.users > 0).all() and (stats["items"] > 0).all()
+
+
+def test_a_run_stopped_after_some_parts_resumes_without_training_them_again(tmp_path):
+    """One PFCR run is several trainings (a federation, then prompt tuning per domain): each finished
+    part is kept beside the run's state, so a stop in a later part does not redo the earlier ones,
+    and the kept parts go once the run is recorded."""
+    from privrec.experiments import pfcr_train as T
+
+    state = tmp_path / "key-PFCR_paper_fedavg_0.pt"
+    calls: list[str] = []
+
+    def part(name, value):
+        calls.append(name)
+        return {"value": value, "array": np.arange(3)}
+
+    first = T.remembered(T.side_state(state, "federation"), lambda: part("federation", 1))
+    with pytest.raises(KeyboardInterrupt):
+        T.remembered(T.side_state(state, "A-full"), lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
+    again = T.remembered(T.side_state(state, "federation"), lambda: part("federation", 2))
+    assert calls == ["federation"] and again["value"] == first["value"] == 1
+    assert np.array_equal(again["array"], np.arange(3))
+    assert not list(tmp_path.glob("*A-full*"))                     # an interrupted part leaves no result
+    T.clear_side_states(state)
+    assert not list(tmp_path.iterdir())

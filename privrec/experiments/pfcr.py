@@ -218,7 +218,7 @@ class PFCRExperiment:
         else:
             epsilon, buckets = codec_of(lab, self.cfg)
             res = T.federate(self.cfg, self.data, self.codes(seed), lab["mode"], lab["strategy"], seed,
-                             state.with_suffix(".federation"), say, epsilon=epsilon, buckets=buckets,
+                             T.side_state(state, "federation"), say, epsilon=epsilon, buckets=buckets,
                              popular_share=lab.get("popular_share"))
             fits["federation"] = res["federation"]
             extra["guarantees"] = res["guarantees"]

@@ -24,6 +24,21 @@ def side_state(state: Path, name: str) -> Path:
     return state.with_name(f"{state.name}.{name}")
 
 
+def remembered(state: Path, compute: Callable[[], object]):
+    """``compute()``, its result kept beside ``state`` (``state`` + ``.done``) until the run clears its side
+    states: a run stopped in a later part (another domain, prompt tuning after a federation) resumes
+    there instead of training again the parts it had finished."""
+    from privrec.utils.io import atomic_path
+
+    done = state.with_name(f"{state.name}.done")
+    if done.exists():
+        return torch.load(done, map_location="cpu", weights_only=False)      # our own file, written below
+    out = compute()
+    with atomic_path(done) as tmp:
+        torch.save(out, tmp)
+    return out
+
+
 def clear_side_states(state: Path) -> None:
     import shutil
 
@@ -39,6 +54,10 @@ def _task(cfg, domain, model):
 
 
 def _fit(model, cfg, domain, seed: int, state: Path, log: Log, keep_weights: bool = False):
+    return remembered(state, lambda: _train(model, cfg, domain, seed, state, log, keep_weights))
+
+
+def _train(model, cfg, domain, seed: int, state: Path, log: Log, keep_weights: bool):
     from privrec.training.trainer import Trainer
 
     trainer = Trainer(model, _task(cfg, domain, model), replace(cfg.train, seed=seed), EVAL, log=log)
@@ -85,7 +104,14 @@ def federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed:
              epsilon: float | None = None, buckets: int | None = None, popular_share: float | None = None) -> dict:
     """Federated pre-training of the code table over ``data``'s domains on Flower (``cfg.runtime``),
     the round with the best validation Recall@10 kept: each client's weights then (its encoder, the
-    global table), their test metrics, and each client's guarantee over all rounds run."""
+    global table), their test metrics, and each client's guarantee over all rounds run. ``folder`` holds
+    the federation while it runs (resumed from there); its result is then kept as ``folder`` + ``.done``."""
+    return remembered(folder, lambda: _federate(cfg, data, codes, mode, strategy, seed, folder, log, epsilon=epsilon,
+                                                buckets=buckets, popular_share=popular_share))
+
+
+def _federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed: int, folder: Path, log: Log, *,
+              epsilon: float | None, buckets: int | None, popular_share: float | None) -> dict:
     from privrec.flower.bundle import FederationConfig, write_bundle
     from privrec.flower.client import client_table, evaluate_round
     from privrec.flower.run import deploy, simulate
