@@ -1,9 +1,10 @@
 """PFCR's costs on the real two-platform ML-1M split (action / drama): encoding every item title with
-MiniLM, faiss PQ training, one local epoch per client (code encoder, hidden 300, 32 x 256 codes), the
-bytes one client uploads per round under each codec, and (``--federation``) one federated round end to
-end on Flower's simulation engine and on the deployment runtime (SuperLink + 2 SuperNodes).
+MiniLM, faiss PQ training, one local epoch per client (code encoder, hidden 300, 32 x 256 codes) and
+one prompt-tuning epoch per strategy, the bytes one client uploads per round under each codec, and
+(``--federation``) one federated round end to end on Flower's simulation engine and on the deployment
+runtime (SuperLink + 2 SuperNodes).
 
-    python benchmarks/bench_pfcr.py [--threads 1] [--hidden 300] [--federation]
+    python benchmarks/bench_pfcr.py [--threads 1] [--hidden 300] [--batch-size 1024] [--federation]
 """
 
 from __future__ import annotations
@@ -52,6 +53,16 @@ def main() -> None:
         trainer.train_epochs(1)
         rows.append((f"one local epoch, {d.name} ({d.sequences.n_rows - 1:,} users)", f"{time.perf_counter() - t:.1f} s",
                      f"{trainer.task.n_train_batches(cfg.train.batch_size)} batches"))
+        for strategy in ("light", "full"):                  # Sec. 3.5 from the encoder just trained
+            prompted = build("pfcr-prompt", n_items=d.n_items, max_len=cfg.max_len, strategy=strategy,
+                             context_words=cfg.context_words, **cfg.model)
+            prompted.set_codes(torch.from_numpy(c))
+            prompted.load_pretrained(model.state_dict())
+            tuner = Trainer(prompted, SequenceTask(d.split, n_items=d.n_items, max_len=cfg.max_len), cfg.train)
+            t = time.perf_counter()
+            tuner.train_epochs(1)
+            rows.append((f"one prompt-tuning epoch ({strategy}), {d.name}", f"{time.perf_counter() - t:.1f} s",
+                         f"{cfg.context_words} context words"))
     shape = (cfg.n_codebooks * cfg.n_centroids, cfg.hidden)
     delta = np.random.default_rng(0).normal(0, 0.01, size=shape)
     for mode in ("none", "paper", "calibrated"):

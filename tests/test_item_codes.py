@@ -56,6 +56,8 @@ def test_an_items_vector_is_the_mean_of_its_code_embeddings_and_the_model_learns
     want = (table[codes[5, 0]] + table[4 + codes[5, 1]] + table[8 + codes[5, 2]]) / 3
     torch.testing.assert_close(emb(torch.tensor([5]))[0], want)
     assert torch.all(emb.weight[0] == 0)
+    many = torch.tensor([[0, 5, 1, 12, 3, 5, 7, 9, 2, 11, 4, 6, 8, 10]])      # >= n_items + 1 ids: pooled once
+    torch.testing.assert_close(emb(many)[0], torch.stack([emb(torch.tensor([i]))[0] for i in many[0]]))
     with pytest.raises(ValueError, match="lie in"):
         model.set_codes(torch.full((13, 3), 7))
     seq = torch.tensor([[0, 1, 2, 3, 4], [0, 5, 6, 7, 8]])
@@ -116,3 +118,20 @@ def test_light_prompting_tunes_the_domain_prompt_only_and_full_tunes_everything(
         full.load_pretrained({"domain_words": full.domain_words.detach()})
     with pytest.raises(ParameterError, match="strategy"):
         build("pfcr-prompt", **kw, strategy="medium")
+
+
+def test_the_domain_prompt_is_multi_head_attention_over_the_context_words():
+    """Eqs. 20–21 computed with keys and values projected once for the batch: the same output and
+    gradients as ``nn.MultiheadAttention`` over the context words expanded to every sequence."""
+    base, kw, batch = _pretrained()
+    model = build("pfcr-prompt", **kw, strategy="full", context_words=6)
+    model.load_pretrained(base.state_dict())
+    h = torch.randn(3, 5, kw["hidden"], requires_grad=True)
+    words = model.domain_words.unsqueeze(0).expand(3, -1, -1)
+    want, _ = model.domain_attention(h, words, words, need_weights=False)
+    got = model._domain_prompt(h)
+    torch.testing.assert_close(got, want)
+    g_want = torch.autograd.grad(want.square().sum(), [h, model.domain_words, model.domain_attention.in_proj_weight])
+    g_got = torch.autograd.grad(got.square().sum(), [h, model.domain_words, model.domain_attention.in_proj_weight])
+    for a, b in zip(g_got, g_want):
+        torch.testing.assert_close(a, b)

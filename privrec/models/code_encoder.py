@@ -41,13 +41,18 @@ class CodeEmbedding(nn.Module):
         self.codes.copy_(codes.clamp_min(0))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if ids.numel() >= self.codes.shape[0]:
+            # pool every item once, then index: B · L ids would otherwise gather and average
+            # B · L · n_codebooks rows (3x the work of a batch of 128 windows on ML-1M's platforms)
+            return self.weight[ids]
         vectors = self.table(self.codes[ids] + self.offsets).mean(-2)
         return vectors * (ids > 0).unsqueeze(-1)
 
     @property
     def weight(self) -> torch.Tensor:
         """Every item's vector (n_items + 1, d), row 0 zero: what the output layer scores against."""
-        return self.forward(torch.arange(self.codes.shape[0], device=self.codes.device))
+        vectors = self.table(self.codes + self.offsets).mean(-2)
+        return vectors.index_fill(0, torch.zeros(1, dtype=torch.long, device=vectors.device), 0.0)
 
 
 class CodeSASRec(SASRec):
@@ -65,7 +70,3 @@ class CodeSASRec(SASRec):
 
     def set_codes(self, codes) -> None:
         self.item_embedding.set_codes(torch.as_tensor(codes))
-
-    def logits(self, states: torch.Tensor) -> torch.Tensor:
-        out = states @ self.item_embedding.weight.T
-        return out.index_fill(-1, torch.zeros(1, dtype=torch.long, device=out.device), -torch.inf)
