@@ -2,7 +2,9 @@
 eps = 1, n' = 500): one training epoch (every training interaction with 4 uniform negatives) and
 one sampled validation (99 uniform negatives), seconds and peak resident memory, per model.
 
-    python benchmarks/bench_matrix_models.py [--models bpr neumf dmf heterocdr] [--batch-size 1024] [--threads 1]
+    python benchmarks/bench_matrix_models.py [--models bpr neumf dmf heterocdr heterocdr-sym] [--batch-size 1024] [--threads 1]
+
+``heterocdr-sym`` is PriCDR-SYM (an autoencoder on the target side instead of DMF).
 
 Each model runs in a fresh process so its peak memory is its own."""
 
@@ -31,6 +33,7 @@ split = random_holdout(data.domain("drama").sequences, 0)
 n_users, n_items = data.n_users + 1, data.domain("drama").n_items
 kw = dict(n_users=n_users, n_items=n_items)
 t0 = time.perf_counter()
+name, extra = ("heterocdr", {"symmetric": True}) if name == "heterocdr-sym" else (name, {})
 if name == "heterocdr":
     folder = tempfile.mkdtemp() + "/pub"
     publish_domain_matrix(folder, data, "action", "jlt", 1.0, 0, n_prime=500)
@@ -42,7 +45,7 @@ if name == "ddtcdr":                 # the non-private CDR baseline reads the ra
     kw["n_source"] = pub.shape[1]
 publish_s = time.perf_counter() - t0
 torch.manual_seed(0)
-model = build(name, **kw)
+model = build(name, **kw, **extra)
 if hasattr(model, "set_matrix"):
     mat = torch.zeros(n_users, n_items + 1)
     mat[torch.from_numpy(split.train.row_ids().astype(np.int64)), torch.from_numpy(split.train.items.astype(np.int64))] = 1
@@ -54,7 +57,7 @@ ev = EvalConfig(mode="sampled", n_negatives=99, sampler="uniform", ks=(5, 10), m
 trainer = Trainer(model, task, TrainConfig(batch_size=batch, progress=False, device="cpu"), ev)
 t0 = time.perf_counter(); loss = trainer.train_epochs(1)[0]; train_s = time.perf_counter() - t0
 t0 = time.perf_counter(); res = trainer.validate(); valid_s = time.perf_counter() - t0
-print(json.dumps({"model": name, "pairs": task.n_train_targets, "epoch_s": round(train_s, 1),
+print(json.dumps({"model": sys.argv[1], "pairs": task.n_train_targets, "epoch_s": round(train_s, 1),
                   "valid_s": round(valid_s, 1), "publish_s": round(publish_s, 1), "ndcg@10": round(res.metrics["ndcg@10"], 4),
                   "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}))
 """
@@ -67,12 +70,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     print(f"ML-1M drama <- action, batch {args.batch_size}, {args.threads} thread(s)")
-    print(f"{'model':>10} {'pairs':>8} {'epoch s':>8} {'valid s':>8} {'valid NDCG@10 after 1 epoch':>28} {'peak GiB':>9}")
+    print(f"{'model':>13} {'pairs':>8} {'epoch s':>8} {'valid s':>8} {'valid NDCG@10 after 1 epoch':>28} {'peak GiB':>9}")
     for name in args.models:
         out = subprocess.run([sys.executable, "-c", CHILD, name, str(args.batch_size), str(args.threads)], check=True,
                              capture_output=True, text=True).stdout
         r = json.loads(out.strip().splitlines()[-1])
-        print(f"{r['model']:>10} {r['pairs']:>8,} {r['epoch_s']:>8} {r['valid_s']:>8} {r['ndcg@10']:>28} "
+        print(f"{r['model']:>13} {r['pairs']:>8,} {r['epoch_s']:>8} {r['valid_s']:>8} {r['ndcg@10']:>28} "
               f"{r['peak_rss_gib']:>9}", flush=True)
 
 

@@ -184,6 +184,37 @@ def test_heterocdr_alignment_is_per_user_and_dmf_scores_follow_loaded_weights(da
     torch.testing.assert_close(s2, other.eval().score({"user": users}))
 
 
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_heterocdr_losses_equal_the_per_row_formulas(data, symmetric):
+    """The source autoencoder runs once per distinct user and SYM computes only the batch's logits:
+    values and gradients must equal Eq. 8 computed row by row over full decoder outputs."""
+    torch.manual_seed(0)
+    split = random_holdout(data.domain("B").sequences, 0)
+    pub = np.random.default_rng(0).normal(size=(data.n_users + 1, 12))
+    model = _model("heterocdr", data, split, pub, hidden=[32, 16], symmetric=symmetric)
+    users = torch.tensor([3, 1, 3, 7, 1, 3])
+    items = torch.tensor([[2, 5, 1]] * 6)
+    label = torch.tensor([[1.0, 0.0, 0.0]] * 6)
+    got = model.losses({"user": users, "item": items, "label": label})
+    fast = torch.autograd.grad(sum(got.values()), list(model.parameters()))
+    src = model.source[users]
+    u_a, u_b = model.source_encoder(src), model.user_tower(model.matrix[users])
+    w = model._user_weight(users, 3)
+    want = {"rec": (w * (model.source_decoder(u_a) - src).pow(2).mean(-1)).mean(),
+            "ali": (w * (u_a - u_b).pow(2).sum(-1)).mean()}
+    if symmetric:
+        want["reg"] = torch.nn.functional.binary_cross_entropy_with_logits(
+            model.target_decoder(u_b).gather(1, items), label)
+        torch.testing.assert_close(model.pair_logits(users, items), model.target_decoder(u_b).gather(1, items))
+    else:                                                       # DMF's term (its towers: tested below)
+        want["reg"] = torch.nn.functional.binary_cross_entropy(model._prob(u_b, items), label)
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], rtol=1e-5, atol=1e-7)
+    plain = torch.autograd.grad(sum(want.values()), list(model.parameters()))
+    for a, b in zip(fast, plain):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+
+
 def test_fast_scoring_paths_equal_the_plain_formulas():
     """DMF's towers read only the nonzeros of distinct rows/columns (embedding_bag over a cached CSR) and
     NeuMF factors its all-items score: both must give the dense formulas' numbers and gradients, and DMF

@@ -68,20 +68,34 @@ class HeteroCDR(DMF):
         return 1.0 / (k * (crow[users + 1] - crow[users]).clamp_min(1).float())
 
     def losses(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """The three terms of Eq. 8, each the batch's estimate of its epoch sum / (pairs per epoch)."""
+        """The three terms of Eq. 8, each the batch's estimate of its epoch sum / (pairs per epoch).
+
+        A batch repeats users (a row per training pair: ~2,200 distinct users in 4,096 rows on ML-1M
+        drama), so the source autoencoder runs once per distinct user and its outputs are gathered
+        back to rows: the same numbers as per row, 0.21 -> 0.11 s per step."""
         users = batch["user"]
         weight = self._user_weight(users, batch["item"].shape[1])
-        src = self.source[users]
-        u_a = self.source_encoder(src)
+        unique, inverse = torch.unique(users, return_inverse=True)
+        src = self.source[unique]
+        u_a_unique = self.source_encoder(src)
+        rec_unique = (self.source_decoder(u_a_unique) - src).pow(2).mean(-1)
+        u_a, rec_row = u_a_unique[inverse], rec_unique[inverse]
         u_b = self.user_embedding(users)
-        rec = (weight * (self.source_decoder(u_a) - src).pow(2).mean(-1)).mean()
+        rec = (weight * rec_row).mean()
         if self.symmetric:
-            logits = self.target_decoder(u_b).gather(1, batch["item"])
-            reg = F.binary_cross_entropy_with_logits(logits, batch["label"])
+            reg = F.binary_cross_entropy_with_logits(self._decoder_logits(u_b, batch["item"]), batch["label"])
         else:
             reg = F.binary_cross_entropy(self._prob(u_b, batch["item"]), batch["label"])
         ali = (weight * (u_a - u_b).pow(2).sum(-1)).mean()
         return {"rec": rec, "reg": reg, "ali": ali}
+
+    def _decoder_logits(self, u_b: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """SYM's logits of ``items`` (B, K) only: the decoder's hidden layers, then the dot product with
+        just those K rows of its last layer — ``target_decoder(u_b).gather(1, items)`` without the
+        other n_items - K outputs (0.75 s of a 1.04 s step on ML-1M drama)."""
+        *body, last = self.target_decoder
+        hidden = torch.nn.Sequential(*body)(u_b)
+        return torch.einsum("bh,bkh->bk", hidden, last.weight[items]) + last.bias[items]
 
     def loss(self, batch):
         parts = self.losses(batch)
@@ -89,7 +103,7 @@ class HeteroCDR(DMF):
 
     def pair_logits(self, users, items):
         if self.symmetric:
-            return self.target_decoder(self.user_embedding(users)).gather(1, items)
+            return self._decoder_logits(self.user_embedding(users), items)
         return super().pair_logits(users, items)
 
     def score(self, batch):
