@@ -97,6 +97,11 @@ def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path
     assert set(res["certificates"]) == set(releases)
     rr_run = next(r for r in res["runs"] if r["labels"]["method"] == "RR-BERT4Rec" and r["labels"]["epsilon"] == 0.1)
     assert 150 < rr_run["extra"]["vocab_size"] <= 225 and rr_run["extra"]["published_users"] == 30
+    pos_run = next(r for r in res["runs"] if r["labels"]["position"] == 0.0)
+    n_window = pos_run["extra"]["window_users"]                  # Fig. 2's subset, with its own means
+    assert 0 <= n_window <= pos_run["extra"]["published_users"]
+    assert set(pos_run["metrics"]) == {"sampled", "full", "sampled, window users", "full, window users"}
+    assert "window users" in (tmp_path / "out" / "results.md").read_text()
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Fig. 1 analog" in md and "Claim verdict" in md and "Fig. 2 analog" in md and "eps0.1-random-seed0" in md
     for png in ("fig1_privacy_utility.png", "fig2_window_position.png"):
@@ -108,3 +113,32 @@ def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path
         replace(cfg, methods=("SASRec",))
     with pytest.raises(ParameterError, match="epsilon"):
         replace(cfg, epsilons=(0.0,))
+    for bad, match in (({"p_outside": 0.5}, "p_outside"), ({"window_fraction": 1.0}, "window_fraction"),
+                       ({"positions": (0.0, 1.5)}, "positions")):
+        with pytest.raises(ParameterError, match=match):
+            replace(cfg, **bad)
+    with pytest.raises(ParameterError, match="window_fraction=0.01 gives Fig. 2's window 0 items"):
+        R.reproduce(replace(cfg, window_fraction=0.01), tmp_path / "short", log=logs.append)
+
+
+def test_window_users_are_those_the_certificate_does_not_count_as_uniform_fallback():
+    from privrec.privacy import rr
+
+    lengths = np.array([0, 5, 20, 40, 80, 160, 320])
+    alt = random_map(30, np.random.default_rng(0))
+    for eps in (1e-1, 1e-3, 1e-5):
+        got = rr.has_window(lengths, eps, p_outside=0.05, window_fraction=0.2)
+        assert not got[0]
+        g = rr.positional_guarantee(eps, alt, p_outside=0.05, window_fraction=0.2, infeasible="uniform",
+                                    lengths=lengths[1:], allow_invalid=True)
+        assert g.parameters["uniform_fallback_users"] == int((~got[1:]).sum())
+
+
+def test_subset_metrics_are_the_means_over_those_users():
+    from privrec.evaluation.evaluator import EvalConfig, EvalResult
+
+    res = EvalResult("test", {}, 3, EvalConfig(), per_user={"hr@1": np.array([1.0, 0.0, 1.0])},
+                     users=np.array([1, 2, 4]))
+    rows = np.array([False, True, True, False, False])
+    assert res.subset(rows) == {"hr@1": 0.5}
+    assert np.isnan(res.subset(np.zeros(5, bool))["hr@1"])

@@ -76,6 +76,15 @@ class EvalResult:
     n_users: int
     config: EvalConfig
     per_user: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    users: np.ndarray | None = field(default=None, repr=False)    # the evaluated user rows, with per_user
+
+    def subset(self, rows: np.ndarray) -> dict[str, float]:
+        """Mean metrics over the evaluated users whose row is True in the bool array ``rows`` (needs
+        ``keep_per_user``); NaN where none of them was evaluated."""
+        if self.users is None:
+            raise ValueError("subset metrics need evaluate(..., keep_per_user=True)")
+        mask = np.asarray(rows, dtype=bool)[self.users]
+        return {k: float(v[mask].mean()) if mask.any() else float("nan") for k, v in self.per_user.items()}
 
     def to_dict(self) -> dict:
         return {"stage": self.stage, "protocol": self.config.label, "n_users": self.n_users,
@@ -161,7 +170,7 @@ def evaluate(model: torch.nn.Module, task: RankingTask, stage: str, cfg: EvalCon
     n_relevant = np.concatenate(all_rel)
     per = M.per_user(positions, n_relevant, cfg.ks, cfg.metrics)
     return EvalResult(stage, {k: float(v.mean()) for k, v in per.items()}, len(users), cfg,
-                      per if keep_per_user else {})
+                      per if keep_per_user else {}, users if keep_per_user else None)
 
 
 def _mask_rows(scores: torch.Tensor, csr: Sequences, users: np.ndarray) -> None:

@@ -50,6 +50,7 @@ METHODS: dict[str, tuple[str, dict]] = {
     "RR-BERT4Rec (unidirectional)": ("rr-bert4rec", {"causal": True}),
     "BERT4Rec (unidirectional)": ("bert4rec", {"causal": True}),
 }
+WINDOW_USERS = "window users"          # Fig. 2's subset: users whose history has the obfuscated window
 SAMPLED = EvalConfig(mode="sampled", n_negatives=100, sampler="popularity", ks=(1, 5, 10), metrics=("hr", "ndcg"))
 FULL = EvalConfig(mode="full", ks=(1, 5, 10), metrics=("hr", "ndcg"), mask_history=True)
 
@@ -85,6 +86,14 @@ class RRConfig:
         bad = [a for a in (self.alternatives, *self.alternatives_ablation) if a not in ALTERNATIVES]
         if bad:
             raise ParameterError(f"unknown alternatives {bad}; use some of {ALTERNATIVES}")
+        if not 0 <= self.p_outside < 0.5:
+            raise ParameterError(f"p_outside (RQ2's p1) must lie in [0, 1/2), got {self.p_outside}: the window's p2 "
+                                 "must exceed it and stay below 1/2 (Thm 3.1)")
+        if not 0 < self.window_fraction < 1:
+            raise ParameterError(f"window_fraction (RQ2's dn / n) must lie in (0, 1), got {self.window_fraction}")
+        bad_pos = [p for p in self.positions if not 0 <= p <= 1]
+        if bad_pos:
+            raise ParameterError(f"window positions must lie in [0, 1] (0 = oldest items, 1 = most recent), got {bad_pos}")
         if not self.vocab_ratio >= 1:
             raise ParameterError(f"vocab_ratio must be >= 1 (the vocabulary holds every item), got {self.vocab_ratio}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
@@ -109,6 +118,14 @@ class RRExperiment:
     split: object                      # leave-one-out Split
     published: Path                    # OUT.published/: one release per (ε, alternatives, position, seed)
     _maps: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        n = self.split.history("test").lengths
+        n = n[n > 0]
+        if self.cfg.positions and len(n) and np.floor(self.cfg.window_fraction * n.min() + 0.5) < 1:
+            raise ParameterError(f"window_fraction={self.cfg.window_fraction:g} gives Fig. 2's window 0 items for the "
+                                 f"shortest history ({int(n.min())} items; dn = round(window_fraction n)): use "
+                                 f"window_fraction >= {0.5 / n.min():.3g}, or no positions")
 
     def grid(self) -> list[tuple[str, float | None, str | None, float | None]]:
         c = self.cfg
@@ -154,6 +171,14 @@ class RRExperiment:
             return None
         return {"p_outside": self.cfg.p_outside, "window_fraction": self.cfg.window_fraction, "window_position": pos}
 
+    def window_users(self, epsilon: float) -> np.ndarray:
+        """Bool per user row: RQ2's variant at ``epsilon`` gives this user's history its strongly
+        obfuscated window (p2 > p1); the others get the uniform keep and carry no position effect."""
+        from privrec.privacy.rr import has_window
+
+        return has_window(self.split.history("test").lengths, epsilon, p_outside=self.cfg.p_outside,
+                          window_fraction=self.cfg.window_fraction)
+
     def prepare(self, spec: RunSpec, log: Callable[[str], None]) -> None:
         """Publish the release this run reads (once per cell and seed; shared by the methods)."""
         from privrec.release.folder import is_release
@@ -186,8 +211,13 @@ class RRExperiment:
         model = build_on(model_name, self.split.train if private is None else private.train, n_items=n, **mc)
         task = task_for(model, self.split, n, cfg.max_len, private=private)
         tag = f"  [{lab['method']} eps={lab['epsilon']} {lab['alternatives'] or ''} seed {spec.seed}]"
-        fit, metrics = runner.fit_and_test(model, task, cfg.train, SAMPLED, FULL, spec.seed, state, tag, log)
+        subsets = None
+        if lab["position"] is not None:         # Fig. 2: also the users whose history got a window
+            subsets = {WINDOW_USERS: self.window_users(lab["epsilon"]) & private.published}
+        fit, metrics = runner.fit_and_test(model, task, cfg.train, SAMPLED, FULL, spec.seed, state, tag, log, subsets)
         extra = {"published_users": None if private is None else private.n_published}
+        if subsets:
+            extra["window_users"] = int(subsets[WINDOW_USERS].sum())
         if model_name == "rr-bert4rec":
             extra["vocab_size"] = model.merges.vocab_size
         return RunRecord(spec.key, spec.seed, dict(lab), fit, metrics, extra=extra)

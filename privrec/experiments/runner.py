@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from privrec.errors import ParameterError
 from privrec.utils.repro import environment, lock_digest
 
@@ -318,9 +320,11 @@ def environment_note(outcome: Outcome) -> list[str]:
 
 
 def fit_and_test(model, task, train_cfg, sampled, full, seed: int, state: Path | None, tag: str,
-                 log: Log) -> tuple[dict, dict[str, dict[str, float]]]:
+                 log: Log, subsets: dict[str, np.ndarray] | None = None) -> tuple[dict, dict[str, dict[str, float]]]:
     """Train ``model`` on ``task`` (epochs selected on validation under ``sampled``), then test it
-    under both protocols: ``(fit record, {"sampled": metrics, "full": metrics})``. Seeded by ``seed``."""
+    under both protocols: ``(fit record, {"sampled": metrics, "full": metrics})``. Seeded by ``seed``.
+    ``subsets`` (name -> bool per user row) adds each protocol's means over those users only, as
+    ``metrics["sampled, NAME"]`` (report column ``"hr@1 (sampled, NAME)"``)."""
     from dataclasses import replace
 
     from privrec.evaluation.evaluator import evaluate
@@ -330,9 +334,12 @@ def fit_and_test(model, task, train_cfg, sampled, full, seed: int, state: Path |
     trainer = Trainer(model, task, replace(train_cfg, seed=seed), replace(sampled, seed=seed),
                       log=lambda m: log(f"{tag} {m}"))
     fit = trainer.fit(state)
-    test = trainer.test()
-    return fit.to_dict(), {"sampled": test.metrics, "full": evaluate(trainer.model, task, "test", full,
-                                                                     trainer.device).metrics}
+    keep = bool(subsets)
+    tests = {"sampled": trainer.test(keep), "full": evaluate(trainer.model, task, "test", full, trainer.device, keep)}
+    metrics = {proto: res.metrics for proto, res in tests.items()}
+    for name, rows in (subsets or {}).items():
+        metrics.update({f"{proto}, {name}": res.subset(rows) for proto, res in tests.items()})
+    return fit.to_dict(), metrics
 
 
 def reproduce_grid(cfg, make: Callable[[object, Path], Experiment], report, out_dir: str | Path, *, log: Log,

@@ -68,6 +68,7 @@ from privrec.privacy.rr_keep import (
     replace_probabilities,
     sequence_lengths,
 )
+from privrec.privacy.rr_keep import has_window as has_window  # re-export
 from privrec.privacy.rr_keep import positional_keep as positional_keep  # re-export
 from privrec.privacy.rr_keep import positional_keep_matrix as positional_keep_matrix  # re-export
 from privrec.privacy.validate import check_epsilon, check_id_matrix, check_positive_int

@@ -150,6 +150,18 @@ def _positional_rows(n: np.ndarray, eps: float, p1: float, window_fraction: floa
     return dn, start, k_out, k_in, uniform
 
 
+def has_window(lengths, epsilon: float, *, p_outside: float = 0.1, window_fraction: float = 0.2) -> np.ndarray:
+    """Per history length: does RQ2's variant give this history its strongly obfuscated window
+    (p2 > p1), rather than the uniform keep of ``infeasible="uniform"``? (It does not depend on the
+    window's position.) Short histories need a large eps, long ones a small eps: on ML-1M at
+    p1 = 0.1 at most a quarter of the users have a window at any eps."""
+    n = _check_lengths(lengths)
+    eps = check_epsilon(epsilon)
+    p1, f, _ = _check_positional_args(p_outside, window_fraction, 0.0, "uniform")
+    uniform = _positional_rows(np.maximum(n, 1), eps, p1, f, 0.0, "uniform")[4]
+    return (n > 0) & ~uniform
+
+
 def _check_positional_args(p_outside, window_fraction, window_position, infeasible) -> tuple[float, float, float]:
     p1 = check_probability(p_outside, "p_outside", open_high=True)
     f = check_probability(window_fraction, "window_fraction", open_low=True)

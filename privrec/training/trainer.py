@@ -328,6 +328,6 @@ class Trainer:
         s["best_state"] = payload["best_state"]       # load_state_dict copies it onto the model's device
         return s
 
-    def test(self) -> EvalResult:
+    def test(self, keep_per_user: bool = False) -> EvalResult:
         """Evaluate the (restored best) model on the test split. Call once."""
-        return evaluate(self.model, self.task, "test", self.eval_cfg, self.device)
+        return evaluate(self.model, self.task, "test", self.eval_cfg, self.device, keep_per_user)
