@@ -65,6 +65,13 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Certificate of one client" in md and "Table 3 analog" in md and "scaffold" in md
     assert "1 local epoch(s)" in md and "## Training length" in md and "SASRec · None · None · 0" in md
+    for r in res["runs"]:                   # Table 3's strategies report PFCR full only: no light tuning
+        if r["labels"]["strategy"] in ("fedprox", "scaffold", "popcode"):
+            assert "A/full" in r["metrics"] and "A/light" not in r["metrics"]
+        if r["labels"]["method"] == "PFCR" and "epsilon" not in r["labels"]:   # a run's seconds: all its parts
+            assert r["fit"]["seconds"] >= sum(p["seconds"] for p in r["fit"]["parts"].values()) - 1e-6
+            assert r["fit"]["parts"]["federation"]["seconds"] > 0
+    assert "PFCR light, codec paper, fedprox" not in names and "PFCR light, codec paper, fedavg" in names
     pop = next(r for r in res["runs"] if r["labels"]["strategy"] == "popcode")["extra"]["guarantees"]["A"]
     assert 0 < pop["parameters"]["n_coords"] < n_coords and float(pop["epsilon"]) < float(paper["epsilon"])
     again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)     # everything reused

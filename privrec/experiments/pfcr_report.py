@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from privrec.experiments.pfcr import cells, codec_of, run_key, sweep_cells
+from privrec.experiments.pfcr import cells, codec_of, prompt_variants, run_key, sweep_cells
 from privrec.experiments.report import aggregate, markdown_table, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
 
@@ -27,7 +27,9 @@ def rows(cfg) -> list[tuple[str, dict, str]]:
     for lab in cells(cfg):
         if lab["method"] != "PFCR":
             continue
-        for variant, what in (("pretrained", "PFCR-D (no prompt)"), ("light", "PFCR light"), ("full", "PFCR full")):
+        names = {"pretrained": "PFCR-D (no prompt)", "light": "PFCR light", "full": "PFCR full"}
+        for variant in ("pretrained", *prompt_variants(lab)):
+            what = names[variant]
             share = f" (share {lab['popular_share']:g})" if "popular_share" in lab else ""
             out.append((f"{what}, codec {lab['mode']}, {lab['strategy']}{share}", lab, variant))
     return out

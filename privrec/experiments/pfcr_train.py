@@ -112,11 +112,14 @@ def federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed:
 
 def _federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed: int, folder: Path, log: Log, *,
               epsilon: float | None, buckets: int | None, popular_share: float | None) -> dict:
+    import time
+
     from privrec.flower.bundle import FederationConfig, write_bundle
     from privrec.flower.client import client_table, evaluate_round
     from privrec.flower.run import deploy, simulate
     from privrec.training.federated import CodecConfig, upload_guarantee
 
+    t0 = time.perf_counter()
     codec = CodecConfig(mode=mode, epsilon=cfg.epsilon if epsilon is None else epsilon,
                         buckets=cfg.buckets if buckets is None else buckets, clip=cfg.clip)
     fed = FederationConfig(rounds=cfg.rounds, local_epochs=cfg.local_epochs, codec=codec, strategy=strategy,
@@ -144,4 +147,6 @@ def _federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed
     import shutil
 
     shutil.rmtree(folder, ignore_errors=True)
-    return {"federation": result, "test": test, "weights": weights, "codes": codes, "guarantees": guarantees}
+    # seconds of the invocation that finished the federation (rounds run before a resume are not counted)
+    return {"federation": {**result, "seconds": round(time.perf_counter() - t0, 2)}, "test": test, "weights": weights,
+            "codes": codes, "guarantees": guarantees}
