@@ -6,6 +6,7 @@ batches in random order (``--no-bucket``) or bucketed by prefix length (the defa
 
     python benchmarks/bench_srgnn.py [--batches 30] [--batch-size 512] [--threads 1]
     python benchmarks/bench_srgnn.py --protocol dipsgnn --model dipsgnn --hidden 100 [--no-bucket]
+    python benchmarks/bench_srgnn.py --protocol dipsgnn --model sasrec|gru4rec   (Table 2's sequential baselines)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--protocol", choices=["recbole", "dipsgnn"], default="recbole")
-    ap.add_argument("--model", choices=["srgnn", "dipsgnn"], default="srgnn")
+    ap.add_argument("--model", choices=["srgnn", "dipsgnn", "sasrec", "gru4rec"], default="srgnn")
     ap.add_argument("--bucket", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -38,7 +39,8 @@ def main() -> None:
     inter, split = seq.prepare("ml-1m", preset["preprocessing"], preset["split"])
     max_len = preset["max_len"]
     kw = dict(n_users=inter.n_users + 1, n_features=30, user_dim=50) if args.model == "dipsgnn" else {}
-    model = build(args.model, n_items=inter.n_items, max_len=max_len, hidden=args.hidden, **kw)
+    kw.update(dict(embedding=args.hidden, hidden=2 * args.hidden) if args.model == "gru4rec" else dict(hidden=args.hidden))
+    model = build(args.model, n_items=inter.n_items, max_len=max_len, **kw)
     if args.protocol == "dipsgnn":
         task = seq.prefix_task(split, inter.n_items, max_len, bucket=args.bucket)
         n = task.n_train_samples
@@ -60,7 +62,7 @@ def main() -> None:
     per_batch = float(np.mean(times))            # mean: bucketed batches differ in cost by design
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     order = "bucketed" if args.bucket and args.protocol == "dipsgnn" else "random order"
-    print(f"| {args.model} (h={args.hidden}, T=1) ML-1M prefixes ({args.protocol} protocol, {order}), "
+    print(f"| {args.model} (h={args.hidden}{', T=1' if 'gnn' in args.model else ''}) ML-1M prefixes ({args.protocol} protocol, {order}), "
           f"{args.threads} thread(s), batch {args.batch_size} "
           f"| {per_batch:.3f} s/batch, {1e6 * per_batch / args.batch_size:.0f} µs/prefix "
           f"| epoch ({n:,} prefixes) ≈ {per_batch * n / args.batch_size / 60:.1f} min "

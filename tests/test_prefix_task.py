@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from privrec.data.sequences import Sequences
@@ -93,3 +94,37 @@ def test_bucketed_batches_hold_every_sample_once_and_similar_lengths():
     assert spread(batches) < 0.5 * spread(list(plain.train_batches(16, np.random.default_rng(1))))
     again = list(task.train_batches(16, np.random.default_rng(1)))
     assert all(torch.equal(a["seq"], b["seq"]) for a, b in zip(batches, again))   # seeded
+
+
+@pytest.mark.parametrize("name,kw", [("srgnn", {}), ("apgnn", {"n_users": 21, "n_features": 3, "user_dim": 4}),
+                                     ("dipsgnn", {"n_users": 21, "n_features": 3, "user_dim": 4, "sigma": 0.0}),
+                                     ("sasrec", {}), ("gru4rec", {})])
+def test_batches_cut_to_their_longest_prefix_give_the_full_width_numbers(name, kw):
+    """Batches drop the columns that are padding in every row: each model must give the numbers (loss,
+    gradients, scores) it gives on the same batch padded to max_len."""
+    from privrec.training.tasks.prefixes import trim_padding
+
+    torch.manual_seed(0)
+    rows = [[]] + [[(3 * u + j) % 30 + 1 for j in range(4 + u % 5)] for u in range(20)]
+    task = PrefixTask(Sequences.from_rows(rows), 30, max_len=12, seed=0)
+    model = build(name, n_items=30, max_len=12, **kw).eval()
+    if hasattr(model, "set_features"):
+        model.set_features(torch.rand(21, 3))
+    batch = task.train_batch(np.arange(task.n_train_samples))
+    assert batch["seq"].shape[1] < 12 and (batch["seq"][:, 0] > 0).any()     # cut, but no longer
+    full = {**batch, "seq": torch.nn.functional.pad(batch["seq"], (12 - batch["seq"].shape[1], 0)),
+            "target": torch.nn.functional.pad(batch["target"], (12 - batch["target"].shape[1], 0))}
+    grads = []
+    for b in (batch, full):
+        model.zero_grad()
+        loss = model.loss(b)
+        loss.backward()
+        grads.append((loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    torch.testing.assert_close(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-6)
+    for a, b in zip(grads[0][1], grads[1][1]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    ev = task.eval_batch("test", np.arange(1, 11))
+    with torch.no_grad():
+        wide = {**ev, "seq": torch.nn.functional.pad(ev["seq"], (12 - ev["seq"].shape[1], 0))}
+        torch.testing.assert_close(model.score(ev), model.score(wide), rtol=1e-5, atol=1e-5)
+    assert trim_padding(np.zeros((2, 5), np.int64)).shape == (2, 1)

@@ -64,7 +64,9 @@ class SASRec(NextItemModel):
         if length > self.max_len:
             seq = seq[:, -self.max_len:]
             length = self.max_len
-        pos = torch.arange(length, device=seq.device)
+        # positions counted from the right (the newest item is always max_len - 1), so a batch cut to its
+        # longest row (front padding dropped) reads the same positions as the full max_len window
+        pos = torch.arange(self.max_len - length, self.max_len, device=seq.device)
         x = self.drop(self.norm(self.item_embedding(seq) + self.position_embedding(pos)[None]))
         # causal, padding keys hidden; the diagonal stays open so padding rows attend to
         # themselves (no empty softmax) and real positions never see padding or the future

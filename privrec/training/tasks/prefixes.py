@@ -41,6 +41,18 @@ def prefix_samples(seqs: Sequences, max_len: int, first: np.ndarray) -> tuple[np
     return inputs, seqs.items[pos].astype(np.int64), users
 
 
+def trim_padding(inputs: np.ndarray) -> np.ndarray:
+    """Front-padded rows without the columns that are padding in every row (at least one column).
+
+    A batch of prefixes is padded to ``max_len`` (100 under the DIPSGNN protocol) while its longest
+    prefix is often far shorter (bucketed batches: lengths 1..79 on ML-1M); the padding is read by no
+    model (masked keys, bias-free GRU from a zero state, graphs of the nonzero items, positions
+    counted from the right) but was computed by all of them: an exact 1.4x (SR-GNN family) to ~4-5x
+    (SASRec, GRU4Rec) per step."""
+    width = max(1, int((inputs > 0).sum(1).max())) if len(inputs) else inputs.shape[1]
+    return inputs[:, inputs.shape[1] - width:]
+
+
 def _rows(inputs: np.ndarray) -> Sequences:
     """Sample i as row i + 1 of a CSR (row 0 empty, like the padding user)."""
     lengths = np.concatenate([[0], (inputs > 0).sum(1)])
@@ -87,6 +99,7 @@ class PrefixTask:
 
     def train_batch(self, idx: np.ndarray) -> dict[str, torch.Tensor]:
         inputs, targets, users = (a[idx] for a in self._train)
+        inputs = trim_padding(inputs)
         target = np.zeros(inputs.shape, dtype=np.int64)
         target[:, -1] = targets
         return {"seq": torch.from_numpy(inputs.astype(np.int64)), "target": torch.from_numpy(target),
@@ -133,5 +146,5 @@ class PrefixTask:
     def eval_batch(self, stage: str, rows: np.ndarray) -> dict[str, torch.Tensor]:
         inputs, _, users = self._eval[stage]
         idx = np.asarray(rows, dtype=np.int64) - 1
-        return {"seq": torch.from_numpy(inputs[idx].astype(np.int64)),
+        return {"seq": torch.from_numpy(trim_padding(inputs[idx]).astype(np.int64)),
                 "user": torch.from_numpy(users[idx].astype(np.int64))}
