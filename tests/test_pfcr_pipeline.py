@@ -5,6 +5,7 @@ The Flower runtime is replaced by the plain loop it is tested equal to (tests/te
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -123,3 +124,40 @@ def test_a_run_stopped_after_some_parts_resumes_without_training_them_again(tmp_
     assert not list(tmp_path.glob("*A-full*"))                     # an interrupted part leaves no result
     T.clear_side_states(state)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_higher_epoch_cap_continues_capped_runs_and_keeps_their_federation(tmp_path, monkeypatch):
+    """A run whose trainings ended on the epoch cap is recorded as capped (not early-stopped), keeps its
+    parts, and under a higher cap continues those trainings from their epoch states with the same
+    federation, instead of being reused as it was or started over."""
+    from test_flower import plain_federation
+
+    from privrec.experiments import pfcr as P
+    from privrec.flower import run as flower_run
+    from privrec.training.trainer import TrainConfig
+
+    federations: list[int] = []
+
+    def counted(*args, **kw):
+        federations.append(1)
+        return plain_federation(*args, **kw)
+
+    monkeypatch.setattr(flower_run, "simulate", counted)
+    train = TrainConfig(epochs=1, batch_size=16, patience=5, select_metric="hr@10", progress=False)
+    cfg = P.PFCRConfig(max_len=6, hidden=8, heads=2, layers=1, n_codebooks=4, n_centroids=4, context_words=4,
+                       rounds=1, seeds=(0,), modes=("paper",), strategies=(), baselines=("SASRec",), sweep_seeds=(),
+                       train=train)
+    data = _platforms()
+    logs: list[str] = []
+    first = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
+    assert len(first["runs"]) == 3 and len(federations) == 1
+    assert all(not r["fit"]["stopped_early"] and r["fit"]["epochs_run"] == 1 for r in first["runs"])
+    logs.clear()
+    again = P.reproduce(replace(cfg, train=replace(train, epochs=3)), tmp_path / "out", log=logs.append, data=data)
+    assert len(federations) == 1                                   # the capped federated run kept its federation
+    assert any("resuming from" in m and "after epoch 1" in m for m in logs)
+    for r in again["runs"]:
+        assert max(p["epochs_run"] for p in r["fit"]["parts"].values() if "epochs_run" in p) == 3
+    logs.clear()
+    P.reproduce(replace(cfg, train=replace(train, epochs=3)), tmp_path / "out", log=logs.append, data=data)
+    assert not any("resuming from" in m for m in logs)             # now reused as recorded

@@ -219,9 +219,11 @@ class PFCRExperiment:
                 fit, metrics[f"{d.name}/pretrained"], weights = T.single_domain(
                     "code-sasrec", self.cfg, d, codes, seed, T.side_state(state, d.name), say, keep_weights=True)
                 fits[d.name] = fit
+                pre = f"after{fit['epochs_run']}"       # tunings kept from a shorter pre-training are not reused
                 for strategy in ("light", "full"):
                     fits[f"{d.name}/{strategy}"], metrics[f"{d.name}/{strategy}"] = T.prompt_tune(
-                        self.cfg, d, codes, weights, strategy, seed, T.side_state(state, f"{d.name}-{strategy}"), say)
+                        self.cfg, d, codes, weights, strategy, seed,
+                        T.side_state(state, f"{d.name}-{pre}-{strategy}"), say)
         else:
             epsilon, buckets = codec_of(lab, self.cfg)
             res = T.federate(self.cfg, self.data, self.codes(seed), lab["mode"], lab["strategy"], seed,
@@ -236,12 +238,17 @@ class PFCRExperiment:
                 for strategy in prompt_variants(lab):
                     fits[f"{d.name}/{strategy}"], metrics[f"{d.name}/{strategy}"] = T.prompt_tune(
                         self.cfg, d, codes, weights, strategy, seed, T.side_state(state, f"{d.name}-{strategy}"), say)
-        T.clear_side_states(state)
-        # one run = several trainings (per domain, prompt strategies, a federation): reused as a whole. Its
-        # seconds are its parts' (each counts every session it ran in), not only this invocation's
+        # one run = several trainings (per domain, prompt strategies, a federation), reused as a whole: it
+        # stopped early iff every training did (runner.stopped_early reads the parts), and a run that ended
+        # on the cap keeps its parts (results, capped epoch states, the federation), so a higher cap
+        # continues the capped trainings instead of starting over. Its seconds are its parts' (each counts
+        # every session it ran in), not only this invocation's
         parts_seconds = sum(float(f.get("seconds", 0.0)) for f in fits.values())
-        fit = {"stopped_early": True, "epochs_run": 0, "best_epoch": 0,
+        fit = {"stopped_early": all(f.get("stopped_early", True) for f in fits.values()),
+               "epochs_run": max((f.get("epochs_run", 0) for f in fits.values()), default=0), "best_epoch": 0,
                "seconds": max(time.perf_counter() - t0, parts_seconds), "parts": fits}
+        if fit["stopped_early"]:
+            T.clear_side_states(state)
         return RunRecord(spec.key, seed, dict(lab), fit, metrics, extra=extra)
 
 

@@ -24,15 +24,20 @@ def side_state(state: Path, name: str) -> Path:
     return state.with_name(f"{state.name}.{name}")
 
 
-def remembered(state: Path, compute: Callable[[], object]):
+def remembered(state: Path, compute: Callable[[], object], cap: int | None = None):
     """``compute()``, its result kept beside ``state`` (``state`` + ``.done``) until the run clears its side
     states: a run stopped in a later part (another domain, prompt tuning after a federation) resumes
-    there instead of training again the parts it had finished."""
+    there instead of training again the parts it had finished. With ``cap`` (a training's epoch cap;
+    the result is ``(fit, ...)``), a kept result that ended on a lower cap is computed again: the
+    training continues from its kept epoch state."""
     from privrec.utils.io import atomic_path
 
     done = state.with_name(f"{state.name}.done")
     if done.exists():
-        return torch.load(done, map_location="cpu", weights_only=False)      # our own file, written below
+        out = torch.load(done, map_location="cpu", weights_only=False)      # our own file, written below
+        fit = out[0] if cap is not None else None
+        if fit is None or fit["stopped_early"] or fit["epochs_run"] >= cap:
+            return out
     out = compute()
     with atomic_path(done) as tmp:
         torch.save(out, tmp)
@@ -40,6 +45,7 @@ def remembered(state: Path, compute: Callable[[], object]):
 
 
 def clear_side_states(state: Path) -> None:
+    """Remove every part kept beside ``state`` (finished results, epoch states, the federation)."""
     import shutil
 
     for p in state.parent.glob(f"{state.name}.*"):
@@ -54,7 +60,7 @@ def _task(cfg, domain, model):
 
 
 def _fit(model, cfg, domain, seed: int, state: Path, log: Log, keep_weights: bool = False):
-    return remembered(state, lambda: _train(model, cfg, domain, seed, state, log, keep_weights))
+    return remembered(state, lambda: _train(model, cfg, domain, seed, state, log, keep_weights), cap=cfg.train.epochs)
 
 
 def _train(model, cfg, domain, seed: int, state: Path, log: Log, keep_weights: bool):
@@ -63,7 +69,7 @@ def _train(model, cfg, domain, seed: int, state: Path, log: Log, keep_weights: b
     trainer = Trainer(model, _task(cfg, domain, model), replace(cfg.train, seed=seed), EVAL, log=log)
     fit = trainer.fit(state)
     test = trainer.test().metrics
-    if state.exists():
+    if fit.stopped_early and state.exists():      # a capped training keeps its state: a higher cap continues it
         state.unlink()
     weights = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()} if keep_weights else None
     return fit.to_dict(), dict(test), weights

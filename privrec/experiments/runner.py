@@ -120,9 +120,19 @@ def safe_name(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in name)
 
 
+def trained_parts(fit: dict) -> list[dict]:
+    """The trainings of a run made of several (``fit["parts"]``: per domain, prompt tuning, ...) that
+    ran epochs; empty for a run that is one training."""
+    return [p for p in (fit.get("parts") or {}).values() if isinstance(p, dict) and "epochs_run" in p]
+
+
 def stopped_early(fit: dict, patience: int, eval_every: int = 1) -> bool:
-    """Did early stopping (not the epoch cap) end this run? Records written before the trainer
-    stored the flag are judged from best epoch, epochs run and patience."""
+    """Did early stopping (not the epoch cap) end this run? A run of several trainings did iff each of
+    them did. Records written before the trainer stored the flag are judged from best epoch, epochs
+    run and patience."""
+    parts = trained_parts(fit)
+    if parts:
+        return all(stopped_early(p, patience, eval_every) for p in parts)
     if "stopped_early" in fit:
         return bool(fit["stopped_early"])
     return fit["epochs_run"] // eval_every - fit["best_epoch"] // eval_every >= patience
@@ -130,9 +140,11 @@ def stopped_early(fit: dict, patience: int, eval_every: int = 1) -> bool:
 
 def reusable(fit: dict, cap: tuple[int, int, int]) -> bool:
     """A finished run counts under epoch cap ``cap[0]`` iff it stopped early within it, or it ran to
-    exactly this cap (a run that hit a lower cap is continued from its saved state)."""
+    exactly this cap (a run that hit a lower cap is continued from its saved state). A run of several
+    trainings counts by its longest one."""
     epochs, patience, every = cap
-    n = fit["epochs_run"]
+    parts = trained_parts(fit)
+    n = max(p["epochs_run"] for p in parts) if parts else fit["epochs_run"]
     return n <= epochs if stopped_early(fit, patience, every) else n == epochs
 
 
