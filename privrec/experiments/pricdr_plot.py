@@ -1,6 +1,6 @@
 """PriCDR's Figs. 2–5 analogs: test sampled NDCG@10 against ε, n′, SJLT density sp and the source's
-kept fraction sd, one panel each; Fig. 2's x axis is the paper's ε, each point annotated with its
-release's true ε."""
+kept fraction sd, one panel each; Fig. 2's x axis is the paper's ε. Each point is annotated with its
+release's true ε (Fig. 2b: with its signal share, its x axis being the true ε)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from pathlib import Path
 from privrec.experiments.pricdr_report import CLAIM_METRIC
 
 TITLES = {"fig2_epsilon": "Fig. 2: paper's ε (label: true ε)",
-          "fig2b_true_epsilon": "Fig. 2b: true ε (tight w; label: signal share)", "fig3_n_prime": "Fig. 3: n′ (PriCDR-J)",
-          "fig4_sp": "Fig. 4: SJLT density sp (PriCDR-S)", "fig5_sd": "Fig. 5: source kept fraction sd"}
+          "fig2b_true_epsilon": "Fig. 2b: true ε (tight w; label: signal share)",
+          "fig3_n_prime": "Fig. 3: n′ (PriCDR-J; label: true ε)",
+          "fig4_sp": "Fig. 4: SJLT density sp (PriCDR-S; label: true ε)",
+          "fig5_sd": "Fig. 5: source kept fraction sd (label: true ε)"}
 
 
 def plot_sweeps(res: dict, path: Path) -> None:
@@ -26,9 +28,9 @@ def plot_sweeps(res: dict, path: Path) -> None:
             ys = [r["summary"]["test"][CLAIM_METRIC]["mean"] for _, r in pts]
             ax.errorbar(xs, ys, yerr=[r["summary"]["test"][CLAIM_METRIC]["std"] for _, r in pts], marker="o",
                         label=method)
-            if name == "fig2_epsilon":
+            if name != "fig2b_true_epsilon":
                 for x, y, (_, r) in zip(xs, ys, pts):
-                    if r["true_epsilon"] is not None:
+                    if r.get("true_epsilon") is not None:
                         ax.annotate(f"{r['true_epsilon']:.2g}", (x, y), fontsize=7, textcoords="offset points",
                                     xytext=(0, 6), ha="center")
             if name == "fig2b_true_epsilon":
