@@ -81,3 +81,29 @@ def test_per_run_caps_continue_only_the_runs_whose_cap_rose(tmp_path):
     execute(higher, out, log=logs.append)
     assert sorted(higher.trained) == ["a|0", "a|1"]
     assert any("continued under the cap of 2" in m for m in logs)
+
+
+def test_a_run_of_several_trainings_is_redone_only_for_a_part_capped_below_the_cap(tmp_path):
+    """A multi-part run (``fit["parts"]``, e.g. PFCR's pre-training and tunings, possibly trained under
+    different caps) stopped early iff every part did, and counts under a cap unless a part ended on a
+    lower one; removing a run's state removes what it kept beside it."""
+    from privrec.experiments.runner import epochs_run, remove_state, reusable, stopped_early
+
+    def part(n, early):
+        return {"epochs_run": n, "best_epoch": n - 1, "stopped_early": early}
+
+    mixed = {"stopped_early": True, "epochs_run": 0, "best_epoch": 0,     # written before parts were read
+             "parts": {"federation": {"rounds": []}, "A": part(20, False), "A/full": part(8, False),
+                       "B": part(16, True)}}
+    assert not stopped_early(mixed, 5) and epochs_run(mixed) == 20
+    assert reusable(mixed, (8, 5, 1))            # every part reached 8 or stopped early
+    assert not reusable(mixed, (12, 5, 1))       # A/full ended on 8 < 12: continue it
+    early = {"epochs_run": 0, "best_epoch": 0, "stopped_early": True, "parts": {"A": part(16, True)}}
+    assert stopped_early(early, 5) and reusable(early, (8, 5, 1)) and reusable(early, (50, 5, 1))
+    state = tmp_path / "k.pt"
+    state.write_bytes(b"x")
+    (tmp_path / "k.pt.A.done").write_bytes(b"y")
+    (tmp_path / "k.pt.federation").mkdir()
+    (tmp_path / "other.pt").write_bytes(b"z")
+    remove_state(state)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.pt"]

@@ -70,17 +70,18 @@ def dpsgd_optimizer(cfg, task, log):
 
 def passes(cfg, split: Split, epochs: int) -> int:
     """An upper bound on the noisy aggregations that read one transition in ``epochs`` epochs:
-    E (L - 1) + E + 1 with L = min(max_len, longest sequence of ``split.train``).
+    E (L - 1) + E + 1 with L = min(max_len, longest whole sequence of ``split``).
 
     Exactly, under the prefixes protocol (each sequence cut to its last max_len items, n of them; the
     first n_tr train, the prefixes with labels among them trained or, 10%, validated each epoch; the
-    rest test prefixes, evaluated once), the transition at positions (p, p + 1) is read by every prefix
+    rest test prefixes, evaluated once; n <= L), the transition at positions (p, p + 1) is read by every prefix
     whose label q has p + 2 <= q <= p + max_len: at most n_tr - 2 train/validation prefixes per epoch
     and n - n_tr test prefixes, E (n_tr - 2) + (n - n_tr) <= 0.8 E L + 0.2 L <= E L + 1 for E >= 1 with
     the protocol's 20% test share. The bound over-counts (ML-1M: 1,001 against at most 800 for E = 10),
     so the certified epsilon is an over-statement, never an under-statement; honest calibration adds a
     little more noise than the exact count would need."""
-    longest = int(split.train.lengths.max()) if len(split.train.lengths) else 1
+    lengths = split.full_history().lengths       # the prefixes protocol cuts these to their last max_len items
+    longest = int(lengths.max()) if len(lengths) else 1
     return epochs * max(min(cfg.max_len, longest) - 1, 1) + epochs + 1
 
 

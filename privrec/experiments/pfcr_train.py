@@ -46,10 +46,9 @@ def remembered(state: Path, compute: Callable[[], object], cap: int | None = Non
 
 def clear_side_states(state: Path) -> None:
     """Remove every part kept beside ``state`` (finished results, epoch states, the federation)."""
-    import shutil
+    from privrec.experiments.runner import remove_state
 
-    for p in state.parent.glob(f"{state.name}.*"):
-        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    remove_state(state)
 
 
 def _task(cfg, domain, model):

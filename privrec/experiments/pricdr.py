@@ -98,8 +98,8 @@ class PriCDRConfig:
     heterocdr_output: str = "relu"
     alpha: float = 100.0
     n_negatives: int = 4
-    # epoch cap 150: at 50, BPR (3-9 s an epoch) ended on the cap with its best epoch at 47-49, an under-trained
-    # single-domain baseline that would flatter the cross-domain rows; every other model stops early (best 4-36)
+    # epoch cap 150: at 50, BPR (3-9 s an epoch) ended on the cap once (action, seed 0, best epoch 49), an
+    # under-trained single-domain baseline would flatter the cross-domain rows; every other run stopped early
     train: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=150, batch_size=4096, lr=1e-3, patience=3,
                                                                   select_metric="ndcg@10"))
     max_users: int | None = None       # quick runs: a random subsample of the shared users

@@ -123,9 +123,10 @@ class RRExperiment:
         n = self.split.history("test").lengths
         n = n[n > 0]
         if self.cfg.positions and len(n) and np.floor(self.cfg.window_fraction * n.min() + 0.5) < 1:
-            raise ParameterError(f"window_fraction={self.cfg.window_fraction:g} gives Fig. 2's window 0 items for the "
-                                 f"shortest history ({int(n.min())} items; dn = round(window_fraction n)): use "
-                                 f"window_fraction >= {0.5 / n.min():.3g}, or no positions")
+            raise ParameterError(f"window_fraction={self.cfg.window_fraction:g} is too small for the shortest history "
+                                 f"({int(n.min())} items): round(window_fraction n) = 0, so its window would be widened "
+                                 f"to 1 item, not window_fraction n; use window_fraction >= {0.5 / n.min():.3g}, or no "
+                                 "positions")
 
     def grid(self) -> list[tuple[str, float | None, str | None, float | None]]:
         c = self.cfg

@@ -141,11 +141,30 @@ def stopped_early(fit: dict, patience: int, eval_every: int = 1) -> bool:
 def reusable(fit: dict, cap: tuple[int, int, int]) -> bool:
     """A finished run counts under epoch cap ``cap[0]`` iff it stopped early within it, or it ran to
     exactly this cap (a run that hit a lower cap is continued from its saved state). A run of several
-    trainings counts by its longest one."""
+    trainings counts unless one of them ended on a cap below this one (its parts may have run under
+    different caps, e.g. pre-training and tuning, so only a capped part short of the cap is redone)."""
     epochs, patience, every = cap
     parts = trained_parts(fit)
-    n = max(p["epochs_run"] for p in parts) if parts else fit["epochs_run"]
+    if parts:
+        return all(stopped_early(p, patience, every) or p["epochs_run"] >= epochs for p in parts)
+    n = fit["epochs_run"]
     return n <= epochs if stopped_early(fit, patience, every) else n == epochs
+
+
+def epochs_run(fit: dict) -> int:
+    """Epochs of a run: of its longest training when it has several."""
+    parts = trained_parts(fit)
+    return max(p["epochs_run"] for p in parts) if parts else int(fit["epochs_run"])
+
+
+def remove_state(path: Path) -> None:
+    """A run's training state and whatever the run kept beside it (``path`` + ``.*``: parts of a
+    multi-part run, see :func:`privrec.experiments.pfcr_train.remembered`)."""
+    import shutil
+
+    path.unlink(missing_ok=True)
+    for p in path.parent.glob(f"{path.name}.*"):
+        shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
 
 
 # ----------------------------------------------------------------------------------- progress
@@ -262,7 +281,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
             " — none of its runs has this configuration (same --quick/--epochs and code settings?)"))
     cap = caps(exp, specs)
     for key in sorted(k for k, r in finished.items() if k in cap and not reusable(r.fit, cap[k])):
-        log(f"{key}: ran to an epoch cap of {finished[key].fit['epochs_run']} without stopping early; "
+        log(f"{key}: ran to an epoch cap of {epochs_run(finished[key].fit)} without stopping early; "
             f"continued under the cap of {cap[key][0]}")
         del finished[key]
     if finished:
@@ -277,7 +296,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
             log(describe(finished[key]))
     for spec in pending:                          # publish (or other preparation) only what will train
         if not resume:
-            state_of[spec.key].unlink(missing_ok=True)
+            remove_state(state_of[spec.key])
         exp.prepare(spec, log)
 
     def done(record: RunRecord) -> None:
@@ -307,7 +326,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
             done(exp.train(spec, state_of[spec.key], log))
     for key in keys:                              # a capped run keeps its state (a higher cap continues it)
         if key in finished and (stopped_early(finished[key].fit, *cap[key][1:]) or not keep_capped_states):
-            state_of[key].unlink(missing_ok=True)
+            remove_state(state_of[key])
     if states.is_dir():
         for tmp in states.glob(".*.tmp"):            # a save killed mid-write
             tmp.unlink(missing_ok=True)

@@ -57,7 +57,7 @@ class BERT4Rec(NextItemModel):
         if seq.shape[1] > self.max_len:
             seq = seq[:, -self.max_len:]
         length = seq.shape[1]
-        pos = torch.arange(length, device=seq.device)
+        pos = torch.arange(self.max_len - length, self.max_len, device=seq.device)   # from the right, as SASRec's
         x = self.drop(self.norm(self.item_embedding(seq) + self.position_embedding(pos)[None]))
         # every position sees every non-padding position; the diagonal stays open so padding rows
         # attend to themselves (no empty softmax)

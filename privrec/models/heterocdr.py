@@ -72,7 +72,8 @@ class HeteroCDR(DMF):
 
         A batch repeats users (a row per training pair: ~2,200 distinct users in 4,096 rows on ML-1M
         drama), so the source autoencoder runs once per distinct user and its outputs are gathered
-        back to rows: the same numbers as per row, 0.21 -> 0.11 s per step."""
+        back to rows: the same numbers as per row (up to float summation order); with SYM's
+        :meth:`_decoder_logits`, a step on ML-1M drama fell from 0.49 to 0.38 s (SYM: 0.79 to 0.36 s)."""
         users = batch["user"]
         weight = self._user_weight(users, batch["item"].shape[1])
         unique, inverse = torch.unique(users, return_inverse=True)
