@@ -101,7 +101,15 @@ def test_bad_settings_are_refused():
 def test_no_user_features_is_the_minus_u_ablation():
     from privrec.experiments.sequential import run
 
-    res = run(_cfg(model="dipsgnn", epsilon1=None, user_features=False), log=lambda m: None, data=_prefix_data())
+    logs: list[str] = []
+    res = run(_cfg(model="dipsgnn", epsilon1=None, user_features=False), log=logs.append, data=_prefix_data())
     assert "feature_guarantee" not in res
+    assert any("learned per user id" in m for m in logs)          # the paper: "initialized by user id"
+    from privrec.models import build
+
+    model = build("dipsgnn", n_items=10, n_users=5, n_features=1, user_ids=True, hidden=8, user_dim=3)
+    emb = model.user_vector({"user": torch.tensor([1, 3, 1])})
+    assert emb.shape == (3, 3) and torch.equal(emb[0], emb[2]) and not torch.equal(emb[0], emb[1])
+    assert "user_ids" not in build("apgnn", n_items=10, n_users=5, n_features=2).config()   # unchanged configs
     with pytest.raises(ParameterError, match="give one"):
         run(_cfg(model="dipsgnn", user_features=False), log=lambda m: None, data=_prefix_data())

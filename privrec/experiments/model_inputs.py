@@ -19,7 +19,8 @@ from privrec.errors import ParameterError
 def user_features(cfg, inter: Interactions, log):
     """(users + 1, d0) encoded user features for a model that reads them (row 0 padding), through
     epsilon1-LDP when ``cfg.epsilon1`` is set, and that release's guarantee; (None, None) for a model that
-    reads none. ``cfg.user_features = False`` (the paper's "-U" ablations): all-zero rows, nothing released."""
+    reads none. ``cfg.user_features = False`` (the paper's "-U" ablations): no features (a placeholder
+    column; the model then embeds user ids, ``user_ids=True``), nothing released."""
     from privrec.models import MODELS
     from privrec.privacy import features as F
     from privrec.release.publish import perturb_user_features
@@ -32,7 +33,7 @@ def user_features(cfg, inter: Interactions, log):
     if not cfg.user_features:
         if cfg.epsilon1 is not None:
             raise ParameterError("--epsilon1 perturbs the user features, and --no-user-features drops them; give one")
-        log(f"{cfg.model} without user features (all-zero user rows: the '-U' ablation)")
+        log(f"{cfg.model} without user features: the user embedding is learned per user id (the paper's '-U')")
         return np.zeros((inter.n_users + 1, 1), dtype=np.float32), None
     if inter.user_features is None:
         raise ParameterError(f"{cfg.model} reads user features, and {cfg.dataset} has none (a .user file with "

@@ -163,6 +163,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         private, cert = _private(cfg, inter, split, release_dir or (out_dir and Path(out_dir) / "release"), log)
     features, feature_cert = PI.user_features(cfg, inter, log)
     extra = {} if features is None else {"n_users": inter.n_users + 1, "n_features": features.shape[1]}
+    if features is not None and not cfg.user_features:
+        extra["user_ids"] = True                       # the '-U' ablations: user embedding by id
     if getattr(MODELS.get(cfg.model), "needs_users", False):
         extra["n_users"] = inter.n_users + 1
     extra.update(PI.dipsgnn_sigma(cfg, split, log))

@@ -32,11 +32,17 @@ class APGNN(SRGNN):
     needs_features = True               # the trainer sets its feature buffer (true or epsilon1-LDP features)
 
     def __init__(self, n_items: int, n_users: int, n_features: int, max_len: int = 50, hidden: int = 100,
-                 user_dim: int = 50, steps: int = 1, weighted: bool = True):
+                 user_dim: int = 50, steps: int = 1, weighted: bool = True, user_ids: bool = False):
+        """``user_ids``: the paper's "-U" ablations (Sec. 5.5, Fig. 7): no user features; the user
+        embedding is a learned row per user id instead of E_U applied to the user's feature row."""
         super().__init__(n_items, max_len, hidden, steps, weighted)
         self._config.update(n_users=n_users, n_features=n_features, user_dim=user_dim)
+        if user_ids:                        # only when set: the configs (and states) of feature models stay as they were
+            self._config["user_ids"] = True
+        self.user_ids = bool(user_ids)
         self.register_buffer("features", torch.zeros(n_users, n_features))
-        self.user_table = nn.Linear(n_features, user_dim, bias=False)          # E_U
+        self.user_table = (nn.Embedding(n_users, user_dim) if user_ids                  # E_U by user id
+                           else nn.Linear(n_features, user_dim, bias=False))          # E_U on the features
         self.edge_in, self.edge_out = nn.Linear(hidden + user_dim, hidden), nn.Linear(hidden + user_dim, hidden)
         self.w3 = nn.Linear(2 * hidden + user_dim, hidden, bias=False)
         std = 1.0 / hidden ** 0.5
@@ -55,7 +61,8 @@ class APGNN(SRGNN):
     def user_vector(self, batch: dict | None) -> torch.Tensor:
         if batch is None or "user" not in batch:
             raise ValueError(f"{type(self).__name__} needs the batch's user ids (batch['user'])")
-        return self.user_table(self.features[batch["user"]])
+        users = batch["user"]
+        return self.user_table(users) if self.user_ids else self.user_table(self.features[users])
 
     def joint(self, h: torch.Tensor, batch: dict | None) -> torch.Tensor:
         """``h_i ⊕ e_u`` for every node of every row, (B, n, d + d′)."""
@@ -72,8 +79,9 @@ class DIPSGNN(APGNN):
     normalise_graph = False             # Sec. 4.2: count adjacency, so one transition moves one entry
 
     def __init__(self, n_items: int, n_users: int, n_features: int, max_len: int = 50, hidden: int = 100,
-                 user_dim: int = 50, steps: int = 1, clip: float = 0.2, sigma: float = 0.228):
-        super().__init__(n_items, n_users, n_features, max_len, hidden, user_dim, steps, weighted=True)
+                 user_dim: int = 50, steps: int = 1, clip: float = 0.2, sigma: float = 0.228, user_ids: bool = False):
+        super().__init__(n_items, n_users, n_features, max_len, hidden, user_dim, steps, weighted=True,
+                         user_ids=user_ids)
         self._config.update(clip=clip, sigma=sigma)
         del self._config["weighted"]
         self.clip, self.sigma = float(clip), float(sigma)

@@ -34,8 +34,9 @@ class EdgeRand(APGNN):
     needs_graphs = True                 # the experiment publishes the noisy user graphs and sets them
 
     def __init__(self, n_items: int, n_users: int, n_features: int, max_len: int = 50, hidden: int = 100,
-                 user_dim: int = 50, steps: int = 1):
-        super().__init__(n_items, n_users, n_features, max_len, hidden, user_dim, steps, weighted=True)
+                 user_dim: int = 50, steps: int = 1, user_ids: bool = False):
+        super().__init__(n_items, n_users, n_features, max_len, hidden, user_dim, steps, weighted=True,
+                         user_ids=user_ids)
         del self._config["weighted"]
         # the published release (half precision: 6k users x 100 x 100 is 120 MB; the noise std is ~1)
         self.register_buffer("published", torch.zeros(n_users, max_len, max_len, dtype=torch.float16))
