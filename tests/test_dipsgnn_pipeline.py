@@ -50,8 +50,8 @@ def test_reproduce_dipsgnn_trains_the_grid_with_honest_epsilons_and_resumes(toy,
     cfg = _cfg(toy)
     logs: list[str] = []
     res = D.reproduce(cfg, tmp_path / "out", log=logs.append)
-    # Table 2: 7 methods + DIPSGNN honest; Fig. 3: 2; Fig. 5: 2; Fig. 6: 1; Fig. 7: APGNN-U and DIPSGNN-U
-    assert len(res["runs"]) == 8 + 2 + 2 + 1 + 2
+    # Table 2: 7 methods + DIPSGNN honest; Fig. 3: 2; Fig. 5: 2; Fig. 6: 1; Fig. 7: Nonp, Nonp-U, Priv-U
+    assert len(res["runs"]) == 8 + 2 + 2 + 1 + 3
     by = {D.run_key(r["labels"], r["seed"]): r for r in res["runs"]}
     paper = by[D.run_key(D.labels("DIPSGNN", cfg), 0)]["extra"]["graph_guarantee"]
     honest = by[D.run_key(D.labels("DIPSGNN", cfg, accounting="honest"), 0)]["extra"]["graph_guarantee"]
@@ -64,6 +64,10 @@ def test_reproduce_dipsgnn_trains_the_grid_with_honest_epsilons_and_resumes(toy,
     minus_u = by[D.run_key(D.labels("DIPSGNN", cfg, user_features=False), 0)]
     assert minus_u["labels"]["epsilon1"] is None and "feature_guarantee" not in minus_u["extra"]
     assert {c["ours"]["accounting"] for c in res["claims"]} == {"paper", "honest"}
+    nonp = by[D.run_key(D.labels("DIPSGNN", cfg, epsilon1=None, epsilon2=None, accounting="none"), 0)]["extra"]
+    assert nonp["graph_guarantee"]["parameters"]["sigma"] == 0 and nonp["graph_guarantee"]["epsilon"] == "inf"
+    assert [p["method"] for p in res["sweeps"]["fig7_ablation"]] == ["Nonp", "Nonp-U", "Priv", "Priv-U"]
+    assert all(p["summary"] for p in res["sweeps"]["fig7_ablation"])
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Table 2 analog" in md and "Claim check" in md and "none proven" in md and "Fig. 7" in md and "](figs3-7.png)" in md
     assert (tmp_path / "out" / "figs3-7.png").stat().st_size > 1000

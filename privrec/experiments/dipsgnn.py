@@ -140,8 +140,17 @@ def grid(cfg: DIPSGNNConfig) -> list[tuple[dict, tuple[int, ...]]]:
         cells += [(labels(m, cfg, steps=t), cfg.sweep_seeds) for t in cfg.steps_grid]
     cells += [(labels("DIPSGNN", cfg, clip=c), cfg.sweep_seeds) for c in cfg.clips]
     if cfg.ablation:
-        cells += [(labels(m, cfg, user_features=u), cfg.sweep_seeds) for m in ("APGNN", "DIPSGNN") for u in (True, False)]
+        cells += [(lab, cfg.sweep_seeds) for _, lab in ablation_cells(cfg)]
     return cells
+
+
+def ablation_cells(cfg: DIPSGNNConfig) -> list[tuple[str, dict]]:
+    """Fig. 7 (Sec. 5.5): Nonp = DIPSGNN with eps1 = eps2 = infinity (true features, no aggregation
+    noise; its count adjacency and row clipping kept), Priv = DIPSGNN as in Table 2; '-U' = no user
+    features, the user embedding learned per user id."""
+    return [(name + ("" if u else "-U"), labels("DIPSGNN", cfg, user_features=u, **kw))
+            for name, kw in (("Nonp", {"epsilon1": None, "epsilon2": None, "accounting": "none"}), ("Priv", {}))
+            for u in (True, False)]
 
 
 @dataclass
@@ -182,12 +191,15 @@ class DIPSGNNExperiment:
             mc["user_dim"] = c.user_dim
         if model == "dipsgnn":
             mc["clip"] = lab["clip"]
+            if lab["accounting"] == "none":      # Fig. 7's Nonp: eps2 = infinity, no aggregation noise
+                mc["sigma"] = 0.0
         preset = PROTOCOLS["dipsgnn"]
         return SequentialConfig(
             dataset=c.dataset, model=model, preprocessing=preset["preprocessing"], split="prefixes",
             max_len=c.max_len, model_config=mc, train=c.train, eval=EVAL, seeds=(spec.seed,),
             release_seed=spec.seed, epsilon1=lab["epsilon1"], delta=c.delta,
-            epsilon2=lab["epsilon2"] if private in ("graph", "objective") else None, accounting=lab["accounting"] or "paper",
+            epsilon2=lab["epsilon2"] if private in ("graph", "objective") else None,
+            accounting=lab["accounting"] if lab["accounting"] in ("paper", "honest") else "paper",
             dpsgd_epsilon=lab["epsilon2"] if private == "dpsgd" else None, dpsgd_clip=c.dpsgd_clip,
             user_features=lab["user_features"] or model not in FEATURES, bucket=c.bucket)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 TITLES = {"fig3_epsilon2": "Fig. 3: ε₂ (label: true ε)", "fig4_epsilon1": "Fig. 4: ε₁ (label: true ε)",
           "fig5_steps": "Fig. 5: propagation steps T (label: true ε)", "fig6_clip": "Fig. 6: clip C (DIPSGNN)",
-          "fig7_ablation": "Fig. 7: ablation (Nonp = APGNN, Priv = DIPSGNN, -U: no user features)"}
+          "fig7_ablation": "Fig. 7: ablation (Nonp: DIPSGNN at ε = ∞, Priv: DIPSGNN; -U: user ids, no features)"}
 
 
 def plot_figures(res: dict, path: Path) -> None:

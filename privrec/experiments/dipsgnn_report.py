@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from privrec.experiments.dipsgnn import PAPER_GAP, PAPER_TABLE, grid, labels, run_key
+from privrec.experiments.dipsgnn import PAPER_GAP, PAPER_TABLE, ablation_cells, grid, labels, run_key
 from privrec.experiments.report import aggregate, markdown_table, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
 
@@ -74,9 +74,8 @@ def sweeps(cfg, summary: list[dict]) -> dict[str, list[dict]]:
     for name, (key, values, methods) in figs.items():
         out[name] = [{"method": m, "value": v, "summary": find(summary, labels(m, cfg, **{key: v}))}
                      for m in methods for v in values]
-    out["fig7_ablation"] = [{"method": m + ("" if u else "-U"), "value": None,
-                             "summary": find(summary, labels(m, cfg, user_features=u))}
-                            for m in ("APGNN", "DIPSGNN") for u in (True, False)] if cfg.ablation else []
+    out["fig7_ablation"] = [{"method": name, "value": None, "summary": find(summary, lab)}
+                            for name, lab in ablation_cells(cfg)] if cfg.ablation else []
     return out
 
 
@@ -110,7 +109,14 @@ def _eps(p: dict | None) -> list[str]:
         return ["–", "–", "–"]
     unit = next((w for w in ("sample", "interaction") if w in (p["unit"] or "")), "edge")
     true = "none proven" if p["true"] in (float("inf"), "inf") else f"{p['true']:.4g} ({unit})"
-    return [f"{p['claimed']:.3g}", true, "–" if p["interaction"] is None else f"{p['interaction']:.4g}"]
+    return [_num(p["claimed"], ".3g"), true, _num(p["interaction"], ".4g")]
+
+
+def _num(x, fmt: str) -> str:
+    """A number of a certificate: '–' when absent, '∞' when infinite (certificates write "inf")."""
+    if x is None:
+        return "–"
+    return "∞" if x in (float("inf"), "inf") else format(float(x), fmt)
 
 
 def _cells(s: dict | None, cols) -> list[str]:
