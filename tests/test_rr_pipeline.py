@@ -142,3 +142,18 @@ def test_subset_metrics_are_the_means_over_those_users():
     rows = np.array([False, True, True, False, False])
     assert res.subset(rows) == {"hr@1": 0.5}
     assert np.isnan(res.subset(np.zeros(5, bool))["hr@1"])
+
+
+def test_gru4rec_trains_at_its_own_learning_rate_and_only_its_runs_change_fingerprint(tmp_path):
+    from types import SimpleNamespace
+
+    from privrec.experiments import rr as R
+    from privrec.experiments.runner import RunSpec
+
+    inter = SimpleNamespace(summary=lambda: {"users": 3, "items": 5, "interactions": 9})
+    split = SimpleNamespace(history=lambda stage: SimpleNamespace(lengths=np.array([0, 20, 30])))
+    exp = R.RRExperiment(R.RRConfig(), inter, split, tmp_path / "p")
+    spec = {m: RunSpec(R.run_key(m, None, None, None, 0), 0, {"method": m, "epsilon": None, "alternatives": None,
+                                                               "position": None}) for m in ("GRU4Rec", "BERT4Rec")}
+    assert exp.train_config("GRU4Rec").lr == 3e-3 and exp.train_config("BERT4Rec").lr == 1e-3
+    assert exp.fingerprint_of(spec["BERT4Rec"]) == exp.fingerprint() != exp.fingerprint_of(spec["GRU4Rec"])
