@@ -66,6 +66,7 @@ def test_reproduce_dipsgnn_trains_the_grid_with_honest_epsilons_and_resumes(toy,
     assert {c["ours"]["accounting"] for c in res["claims"]} == {"paper", "honest"}
     nonp = by[D.run_key(D.labels("DIPSGNN", cfg, epsilon1=None, epsilon2=None, accounting="none"), 0)]["extra"]
     assert nonp["graph_guarantee"]["parameters"]["sigma"] == 0 and nonp["graph_guarantee"]["epsilon"] == "inf"
+    assert not nonp["graph_guarantee"]["valid"]                     # sigma = 0: stated as no guarantee
     assert [p["method"] for p in res["sweeps"]["fig7_ablation"]] == ["Nonp", "Nonp-U", "Priv", "Priv-U"]
     assert all(p["summary"] for p in res["sweeps"]["fig7_ablation"])
     md = (tmp_path / "out" / "results.md").read_text()

@@ -98,13 +98,14 @@ def test_bad_settings_are_refused():
         run(_cfg(), log=lambda m: None, data=(inter, repeated))
 
 
-def test_no_user_features_is_the_minus_u_ablation():
+def test_no_user_features_is_the_minus_u_ablation(tmp_path):
     from privrec.experiments.sequential import run
 
-    logs: list[str] = []
-    res = run(_cfg(model="dipsgnn", epsilon1=None, user_features=False), log=logs.append, data=_prefix_data())
+    res = run(_cfg(model="dipsgnn", epsilon1=None, user_features=False), log=lambda m: None, data=_prefix_data(),
+              out_dir=tmp_path)
     assert "feature_guarantee" not in res
-    assert any("learned per user id" in m for m in logs)          # the paper: "initialized by user id"
+    ckpt = torch.load(tmp_path / "dipsgnn-seed0.pt", map_location="cpu", weights_only=False)
+    assert "user_ids" in str(ckpt)                                  # the paper: "initialized by user id"
     from privrec.models import build
 
     model = build("dipsgnn", n_items=10, n_users=5, n_features=1, user_ids=True, hidden=8, user_dim=3)
@@ -113,3 +114,22 @@ def test_no_user_features_is_the_minus_u_ablation():
     assert "user_ids" not in build("apgnn", n_items=10, n_users=5, n_features=2).config()   # unchanged configs
     with pytest.raises(ParameterError, match="give one"):
         run(_cfg(model="dipsgnn", user_features=False), log=lambda m: None, data=_prefix_data())
+
+
+def test_dipsgnn_without_noise_is_certified_as_no_guarantee_and_reported(tmp_path):
+    from privrec.experiments.sequential import run
+    from privrec.experiments.sequential_report import markdown
+
+    res = run(_cfg(model="dipsgnn", epsilon1=None, epsilon2=None, model_config={"hidden": 8, "user_dim": 4, "sigma": 0.0}),
+              log=lambda m: None, data=_prefix_data())
+    g = res["runs"][0]["graph_guarantee"]
+    assert g["epsilon"] == "inf" and not g["valid"] and "no guarantee" in g["validity"]
+    assert "true epsilon ∞" in markdown(res) and "no noise, no guarantee" in markdown(res)
+
+
+def test_cloze_models_are_refused_under_the_prefixes_protocol():
+    from privrec.experiments.sequential import run
+
+    with pytest.raises(ParameterError, match="cloze"):
+        run(_cfg(model="bert4rec", epsilon1=None, epsilon2=None, model_config={"hidden": 8}), log=lambda m: None,
+            data=_prefix_data())

@@ -103,6 +103,7 @@ def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path
     assert set(pos_run["metrics"]) == {"sampled", "full", "sampled, window users", "full, window users"}
     assert "| hr@1 (window users) | ndcg@5 (window users) |" in (tmp_path / "out" / "results.md").read_text()
     md = (tmp_path / "out" / "results.md").read_text()
+    assert "Adam lr 0.001, GRU4Rec lr 0.003" in md and res["config"]["train_overrides"] == {"GRU4Rec": {"lr": 3e-3}}
     assert "Fig. 1 analog" in md and "Claim verdict" in md and "Fig. 2 analog" in md and "eps0.1-random-seed0" in md
     for png in ("fig1_privacy_utility.png", "fig2_window_position.png"):
         assert (tmp_path / "out" / png).stat().st_size > 1000 and f"]({png})" in md

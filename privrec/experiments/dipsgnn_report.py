@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from privrec.experiments.dipsgnn import PAPER_GAP, PAPER_TABLE, ablation_cells, grid, labels, run_key
-from privrec.experiments.report import aggregate, markdown_table, save_report, trailer
+from privrec.experiments.report import aggregate, fmt_num, markdown_table, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
 
 COLS = {"R@20": "hr@20", "M@20": "mrr@20", "R@10": "hr@10", "M@10": "mrr@10", "R@5": "hr@5", "M@5": "mrr@5"}
@@ -109,14 +109,7 @@ def _eps(p: dict | None) -> list[str]:
         return ["–", "–", "–"]
     unit = next((w for w in ("sample", "interaction") if w in (p["unit"] or "")), "edge")
     true = "none proven" if p["true"] in (float("inf"), "inf") else f"{p['true']:.4g} ({unit})"
-    return [_num(p["claimed"], ".3g"), true, _num(p["interaction"], ".4g")]
-
-
-def _num(x, fmt: str) -> str:
-    """A number of a certificate: '–' when absent, '∞' when infinite (certificates write "inf")."""
-    if x is None:
-        return "–"
-    return "∞" if x in (float("inf"), "inf") else format(float(x), fmt)
+    return [fmt_num(p["claimed"], ".3g"), true, fmt_num(p["interaction"], ".4g")]
 
 
 def _cells(s: dict | None, cols) -> list[str]:

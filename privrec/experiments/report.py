@@ -34,6 +34,13 @@ def aggregate(runs: Iterable[dict[str, float]]) -> dict[str, dict]:
     return out
 
 
+def fmt_num(x, spec: str = ".4g") -> str:
+    """A certificate's number for a report: '–' when absent, '∞' when infinite (certificates write "inf")."""
+    if x is None:
+        return "–"
+    return "∞" if x in (float("inf"), "inf") else format(float(x), spec)
+
+
 def pm(stat: dict | None, digits: int = 4) -> str:
     """'0.1234 ± 0.0012' (or just the mean for one run)."""
     if not stat:

@@ -106,6 +106,9 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
     runs = outcome.records
     c = cfg.to_dict()
     stats = {k: v for k, v in exp.inter.summary().items() if k not in ("user_fields", "item_fields")}
+    from privrec.experiments.rr import TRAIN_OVERRIDES
+
+    c["train_overrides"] = {m: o for m, o in TRAIN_OVERRIDES.items() if m in (*cfg.methods, *cfg.ablation_methods)}
     return {"kind": "rr", "config": c, "statistics": stats, "runs": [r.to_dict() for r in runs],
             "summary": summarise(runs, cfg.train.patience, cfg.train.eval_every),
             "drops": drops(runs, list(cfg.epsilons), cfg.alternatives),
@@ -153,7 +156,10 @@ def markdown(res: dict) -> str:
              f"sampled NDCG@5. 'sampled': the test item against 100 popularity-sampled negatives (the paper's and "
              f"BERT4Rec's protocol); 'full': against all items, history masked. Models read L = {cfg['max_len']} "
              f"positions (tokens for RR-BERT4Rec, vocabulary {cfg['vocab_ratio']}× the items). Alternatives: "
-             f"{alt}." + (f" Quick run on {cfg['max_users']} users." if cfg["max_users"] else ""), "",
+             f"{alt}. Adam lr {cfg['train']['lr']:g}"
+             + "".join(f", {m} lr {o['lr']:g}" for m, o in cfg.get("train_overrides", {}).items() if "lr" in o)
+             + f", at most {cfg['train']['epochs']} epochs, patience {cfg['train']['patience']}."
+             + (f" Quick run on {cfg['max_users']} users." if cfg["max_users"] else ""), "",
              "What is perturbed: each user's history before the test item, once, on the user side; training inputs "
              "and validation histories are its prefix. Not perturbed (as in the paper): training labels and "
              "held-out items. Users outside Thm 3.1 (keep < 1/2) do not publish "

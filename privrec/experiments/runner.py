@@ -151,10 +151,15 @@ def reusable(fit: dict, cap: tuple[int, int, int]) -> bool:
     return n <= epochs if stopped_early(fit, patience, every) else n == epochs
 
 
-def epochs_run(fit: dict) -> int:
-    """Epochs of a run: of its longest training when it has several."""
+def epochs_run(fit: dict, cap: int | None = None) -> int:
+    """Epochs of a run: of its longest training when it has several (with ``cap``: of its shortest training
+    that ended on a cap below ``cap``, the one a higher cap continues)."""
     parts = trained_parts(fit)
-    return max(p["epochs_run"] for p in parts) if parts else int(fit["epochs_run"])
+    if not parts:
+        return int(fit["epochs_run"])
+    short = [p["epochs_run"] for p in parts if cap is not None and not p.get("stopped_early", True)
+             and p["epochs_run"] < cap]
+    return min(short) if short else max(p["epochs_run"] for p in parts)
 
 
 def remove_state(path: Path) -> None:
@@ -281,7 +286,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
             " — none of its runs has this configuration (same --quick/--epochs and code settings?)"))
     cap = caps(exp, specs)
     for key in sorted(k for k, r in finished.items() if k in cap and not reusable(r.fit, cap[k])):
-        log(f"{key}: ran to an epoch cap of {epochs_run(finished[key].fit)} without stopping early; "
+        log(f"{key}: ran to an epoch cap of {epochs_run(finished[key].fit, cap[key][0])} without stopping early; "
             f"continued under the cap of {cap[key][0]}")
         del finished[key]
     if finished:

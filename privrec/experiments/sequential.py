@@ -170,6 +170,9 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     extra.update(PI.dipsgnn_sigma(cfg, split, log))
     task, graphs, graph_cert = None, None, None
     if cfg.split == "prefixes":             # the protocol decides the samples (built once, before the models)
+        if getattr(MODELS.get(cfg.model), "task", "") in ("cloze", "merged_cloze"):
+            raise ParameterError(f"{cfg.model} trains by cloze (masked items), and the prefixes protocol trains "
+                                 "next-item prefixes: use sasrec or gru4rec there, or --split leave_one_out")
         if private is not None:
             raise ParameterError("the prefixes protocol does not read randomised-response releases yet; drop --epsilon")
         task = prefix_task(split, inter.n_items, cfg.max_len, cfg.bucket)

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 
 from privrec.errors import ParameterError
-from privrec.experiments.report import aggregate, markdown_table, pm
+from privrec.experiments.report import aggregate, fmt_num, markdown_table, pm
 
 
 def aggregates(runs: list[dict]) -> dict:
@@ -78,9 +78,10 @@ def markdown(result: dict) -> str:
                           f"{g['unit_of_privacy']}."]
         elif r.get("graph_guarantee"):
             g, claim = r["graph_guarantee"], r["graph_guarantee"].get("paper_claim", {})
-            lines += ["", f"Seed {r['seed']}, noisy aggregation: true epsilon {g['epsilon']:.4g} at delta {g['delta']:g} "
-                          f"over {g['parameters']['passes']:,} passes x T = {g['parameters']['T']} "
-                          f"(the paper's per-pass epsilon2: {claim.get('epsilon', float('nan')):.4g}); unit: "
+            none = "" if g.get("valid", True) else f" — {g.get('validity') or 'no guarantee'}"
+            lines += ["", f"Seed {r['seed']}, noisy aggregation: true epsilon {fmt_num(g['epsilon'])} at delta "
+                          f"{g['delta']:g} over {g['parameters']['passes']:,} passes x T = {g['parameters']['T']} "
+                          f"(the paper's per-pass epsilon2: {fmt_num(claim.get('epsilon'))}){none}; unit: "
                           f"{g['unit_of_privacy']}."]
     env = result["environment"]
     lines += ["", f"privrec {env['privrec']} (git {env['git_commit']}), torch {env['torch']}, numpy {env['numpy']}, "

@@ -180,6 +180,8 @@ def _guarantee_one(s: float, c: float, t: int, p: int, d: float, unit: str) -> G
         "positions), the labels and the node set use the raw sequence without noise, so trained weights and "
         "recommendations are not (epsilon, delta)-DP w.r.t. a user's interactions.",
     ]
+    if s == 0:
+        notes.insert(0, "sigma = 0: no noise is added, so nothing is private (epsilon = infinity): no guarantee.")
     if unit == "interaction":
         notes.append("Deleting the only occurrence of an item removes its node (changes the release's shape): "
                      "not covered. Later passes' H depends on the raw change through gradients, so this bounds "
@@ -190,7 +192,8 @@ def _guarantee_one(s: float, c: float, t: int, p: int, d: float, unit: str) -> G
         epsilon=eps, delta=d, unit=_UNITS[unit],
         parameters={"sigma": s, "C": c, "T": t, "passes": p, "delta": d, "sensitivity": sens,
                     "noise_multiplier": z, "steps_composed": t * p, "unit": unit},
-        valid=True,
+        valid=s > 0,
+        validity="" if s > 0 else "sigma = 0: no noise, no guarantee",
         claimed=Claim(claim, d, "DIPSGNN Theorem 4.2",
                       "Thm 4.2 composes the T steps of one forward pass at sensitivity C; each step releases "
                       "both A_out H and A_in H (sqrt 2 C), and training re-noises every pass"),
