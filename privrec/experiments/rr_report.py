@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from privrec.experiments.report import aggregate, certificates, markdown_table, pm, save_report, trailer
+from privrec.experiments.rr import TRAIN_OVERRIDES, WINDOW_USERS
 from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
 
 PAPER = {"metrics": ("hr@1 (sampled)", "ndcg@5 (sampled)"),
@@ -17,7 +18,7 @@ PAPER = {"metrics": ("hr@1 (sampled)", "ndcg@5 (sampled)"),
          "baseline_drop": -0.66}
 COLS = ("hr@1 (sampled)", "ndcg@5 (sampled)", "hr@10 (sampled)", "ndcg@10 (sampled)", "hr@10 (full)",
         "ndcg@10 (full)")
-WINDOW_COLS = ("hr@1 (sampled, window users)", "ndcg@5 (sampled, window users)")   # Fig. 2's subset
+WINDOW_COLS = tuple(f"{m} (sampled, {WINDOW_USERS})" for m in ("hr@1", "ndcg@5"))   # Fig. 2's subset
 
 
 def value(r: RunRecord, column: str) -> float:
@@ -36,7 +37,7 @@ def summarise(runs: list[RunRecord], patience: int, every: int) -> list[dict]:
         groups.setdefault(_cell(r), []).append(r)
     out = []
     for (m, e, a, p), rs in groups.items():
-        cols = COLS + (WINDOW_COLS if all("sampled, window users" in r.metrics for r in rs) else ())
+        cols = COLS + (WINDOW_COLS if all(f"sampled, {WINDOW_USERS}" in r.metrics for r in rs) else ())
         out.append({"method": m, "epsilon": e, "alternatives": a, "position": p, "runs": len(rs),
                     "capped": sum(not stopped_early(r.fit, patience, every) for r in rs),
                     "published_users": rs[0].extra.get("published_users"),
@@ -106,8 +107,6 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
     runs = outcome.records
     c = cfg.to_dict()
     stats = {k: v for k, v in exp.inter.summary().items() if k not in ("user_fields", "item_fields")}
-    from privrec.experiments.rr import TRAIN_OVERRIDES
-
     c["train_overrides"] = {m: o for m, o in TRAIN_OVERRIDES.items() if m in (*cfg.methods, *cfg.ablation_methods)}
     return {"kind": "rr", "config": c, "statistics": stats, "runs": [r.to_dict() for r in runs],
             "summary": summarise(runs, cfg.train.patience, cfg.train.eval_every),
@@ -135,7 +134,7 @@ def _cells(s: dict | None, cols=PAPER["metrics"]) -> list[str]:
     return ["–"] * len(cols) if s is None else [pm(s["test"].get(c)) + ("†" if s["capped"] else "") for c in cols]
 
 
-def _window_share(summary: list[dict], cfg: dict) -> str:
+def _window_share(summary: list[dict]) -> str:
     s = next((s for s in summary if s["position"] is not None and s.get("window_users") is not None), None)
     if s is None:
         return "counted once a Fig. 2 run finishes"
@@ -204,7 +203,7 @@ def markdown(res: dict) -> str:
               "ML-1M here; the paper used ML-20M (not available through pip). Position 0 = the oldest items, "
               "1 = the most recent. Users whose p2 would not exceed p1 get the uniform keep (see certificates: "
               "`uniform_fallback_users`): their results carry no position effect, so the table also gives the "
-              f"means over the *window users* only ({_window_share(summary, cfg)}).", "",
+              f"means over the *window users* only ({_window_share(summary)}).", "",
               markdown_table(["window position", *PAPER["metrics"], *(c.replace("sampled, ", "") for c in WINDOW_COLS)],
                              [[f"{p:g}", *_cells(_find(summary, "RR-BERT4Rec", cfg["positional_epsilon"], alt, p),
                                                   (*PAPER["metrics"], *WINDOW_COLS))]
