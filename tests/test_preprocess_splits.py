@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from privrec.data.interactions import Interactions
-from privrec.data.preprocess import Preprocessing, drop_duplicates, k_core, preprocess
+from privrec.data.preprocess import Preprocessing, drop_duplicates, k_core, preprocess, time_precision
 from privrec.data.sequences import Sequences, pad_left, to_sequences
 from privrec.data.splits import leave_one_out, temporal_fraction
 from privrec.errors import EmptyDataError, ParameterError
@@ -76,3 +76,17 @@ def test_temporal_fraction_respects_time_and_fraction():
     assert split.test.row(1).tolist() == [9, 10]
     assert split.valid.row(1).tolist() == [8]
     assert split.train.row(1).tolist() == list(range(1, 8))
+
+
+def test_float32_time_precision_orders_as_recbole():
+    # RecBole holds timestamp:float in float32: 978824291 and 978824351 both become 978824320 (64-s grid),
+    # so the later-rated "p" (first in the file) sorts before "h"; exact times keep "h" first
+    inter = frame([("u1", "p", 5, 978824351), ("u1", "a", 5, 978824268), ("u1", "h", 4, 978824291)])
+    exact = to_sequences(inter)
+    rounded = to_sequences(time_precision(inter, "float32"))
+    assert inter.items.decode(exact.row(1)).tolist() == ["a", "h", "p"]
+    assert inter.items.decode(rounded.row(1)).tolist() == ["a", "p", "h"]
+    assert time_precision(inter, "exact") is inter
+    assert time_precision(inter, "float32").timestamp.dtype == np.float64
+    with pytest.raises(ParameterError, match="time precision must be one of"):
+        time_precision(inter, "float16")

@@ -140,3 +140,34 @@ def test_ml1m_under_dipsgnns_protocol_matches_its_table_1(movielens):
     core = preprocess(movielens("ml-1m"), PROTOCOLS["dipsgnn"]["preprocessing"])
     task = PrefixTask(to_sequences(core), core.n_items, 100, keep_last=100)
     assert (core.n_users, core.n_items, task.n_interactions) == (5949, 2810, 365_535)
+
+
+def test_recbole_protocol_holds_out_recboles_own_items(movielens):
+    """Under ``--protocol recbole`` every user's validation and test item is the one RecBole 1.2.1 holds out
+    on the same file (its float32 time order); with exact times 18% of the test items differ."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from privrec.experiments.sequential import PROTOCOLS, prepare
+
+    ref = json.loads((Path(__file__).parent / "reference" / "recbole_ml1m_targets.json").read_text())
+    movielens("ml-1m")
+    p = PROTOCOLS["recbole"]
+    held_out = {}
+    for precision in ("float32", "exact"):
+        inter, split = prepare("ml-1m", p["preprocessing"], p["split"], precision)
+        for stage in ("valid", "test"):
+            users = split.eval_users(stage)
+            targets = split.targets(stage)
+            held_out[precision, stage] = dict(zip(inter.users.decode(users),
+                                                  inter.items.decode([targets.row(u)[0] for u in users])))
+    for stage in ("valid", "test"):
+        got = held_out["float32", stage]
+        assert len(got) == ref[stage]["users"]
+        assert {u: got[u] for u in ref[stage]["examples"]} == ref[stage]["examples"]
+        text = "".join(f"{u}\t{got[u]}\n" for u in sorted(got))
+        assert hashlib.sha256(text.encode()).hexdigest() == ref[stage]["sha256"]
+    exact, recbole = held_out["exact", "test"], held_out["float32", "test"]
+    assert exact["1m_1"] == "Pocahontas (1995)"           # rated last, 60 s after RecBole's test item
+    assert 0.17 < sum(exact[u] != recbole[u] for u in recbole) / len(recbole) < 0.19

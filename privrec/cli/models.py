@@ -28,6 +28,9 @@ from privrec.models import MODELS
               help="Override the protocol's split.")
 @click.option("--max-len", type=click.IntRange(min=1), default=None,
               help="Override the protocol's maximum sequence length.")
+@click.option("--time-precision", type=click.Choice(["exact", "float32"]), default=None,
+              help="Override the protocol's order of equal-time items: exact timestamps, or float32 ones (RecBole's "
+                   "order: times on a 64-s grid, ties in file order; the recbole protocols' default).")
 @click.option("--window", type=click.Choice(["all", "last"]), default="all", show_default=True,
               help="Train on every interaction or only each user's last window.")
 @click.option("--stride", type=click.IntRange(min=1), default=None,
@@ -90,7 +93,7 @@ from privrec.models import MODELS
 @click.option("--source", type=click.Path(file_okay=False), default=None,
               help="heterocdr: the source domain's published rating matrix, a release folder written by "
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
-def train(model, dataset, protocol, split, max_len, window, stride, epochs, batch_size, lr, patience, select_metric,
+def train(model, dataset, protocol, split, max_len, time_precision, window, stride, epochs, batch_size, lr, patience, select_metric,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
           mask_history, ks, epsilon1, delta, epsilon2, clip_norm, steps, no_user_features, accounting, dpsgd_epsilon, dpsgd_clip, out, quiet, target,
           source) -> None:
@@ -136,7 +139,8 @@ def train(model, dataset, protocol, split, max_len, window, stride, epochs, batc
     resolve_device(device)
     cfg = seq.SequentialConfig(
         dataset=dataset, model=model, preprocessing=preset["preprocessing"],
-        split=split or preset["split"], max_len=length, window_mode=window, stride=stride,
+        split=split or preset["split"], time_precision=time_precision or preset["time_precision"], max_len=length,
+        window_mode=window, stride=stride,
         model_config=model_config,
         train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
                           select_metric=select_metric, device=device, progress=not quiet),
@@ -230,7 +234,8 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
                                  "training ran in; run evaluate from that folder")
         click.echo(f"note: reading {dataset!r} relative to {Path.cwd()} (the checkpoint stores a relative path)",
                    err=True)
-    inter, split = seq.prepare(dataset, Preprocessing(**cfg["preprocessing"]), cfg["split"])
+    inter, split = seq.prepare(dataset, Preprocessing(**cfg["preprocessing"]), cfg["split"],
+                               cfg.get("time_precision", "exact"))    # checkpoints before it: exact times
     if len(inter.items.tokens) != len(trained.items.tokens) or not np.array_equal(
             inter.items.tokens.astype(str), trained.items.tokens.astype(str)):
         raise ParameterError(f"{checkpoint}: the dataset {cfg['dataset']!r} no longer matches the model's item ids")

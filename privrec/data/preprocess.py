@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -32,6 +32,25 @@ def chronological_order(inter: Interactions) -> np.ndarray:
     if inter.timestamp is None:
         return np.argsort(inter.user, kind="stable")
     return np.lexsort((np.arange(len(inter)), inter.timestamp, inter.user))
+
+
+TIME_PRECISIONS = ("exact", "float32")
+
+
+def time_precision(inter: Interactions, precision: str) -> Interactions:
+    """``inter`` with its timestamps at ``precision``: "exact" (unchanged) or "float32".
+
+    RecBole reads a ``timestamp:float`` column into a float32 tensor before it sorts by time (a
+    stable sort, so ties keep file order). float32 keeps 24 significant bits: Unix times of
+    2000-2003 fall on a grid of 64 seconds, so items rated within about a minute tie and keep
+    their file order. On ML-1M under RecBole's leaderboard filtering this changes the held-out
+    test item of 18% of users (30% of validation items) against the exact order. "float32"
+    reproduces RecBole's order exactly; it is part of privrec's ``recbole`` protocol."""
+    if precision not in TIME_PRECISIONS:
+        raise ParameterError(f"time precision must be one of {TIME_PRECISIONS}, got {precision!r}")
+    if precision == "exact" or inter.timestamp is None:
+        return inter
+    return replace(inter, timestamp=inter.timestamp.astype(np.float32).astype(np.float64))
 
 
 def filter_rating(inter: Interactions, min_rating: float) -> Interactions:

@@ -10,6 +10,9 @@ from collections.abc import Sequence
 from privrec.errors import ParameterError
 from privrec.experiments.report import aggregate, fmt_num, markdown_table, pm
 
+TIME_ORDER = {"exact": "exact timestamps (ties in file order)",
+              "float32": "float32 timestamps, RecBole's order (64-s grid, ties in file order)"}
+
 
 def aggregates(runs: list[dict]) -> dict:
     """Test and best-validation metrics, mean ± std over the runs (seeds)."""
@@ -42,7 +45,8 @@ def markdown(result: dict) -> str:
         markdown_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], summary_rows(result)),
         "",
         f"Data after preprocessing {cfg['preprocessing']}: {ds['users']:,} users, {ds['items']:,} items, "
-        f"{ds['interactions']:,} interactions.",
+        f"{ds['interactions']:,} interactions; equal-time items ordered by "
+        f"{TIME_ORDER[cfg.get('time_precision', 'exact')]}.",
         "",
         *_privacy_lines(result.get("privacy")),
         "| seed | best epoch | epochs run | s/epoch | test NDCG@10 | test HR@10 |",
