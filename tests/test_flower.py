@@ -183,6 +183,29 @@ def test_bad_federation_settings_are_refused(tmp_path):
         load_bundle(str(tmp_path))
 
 
+def test_only_the_run_simulation_deprecation_is_dropped_from_flowers_log():
+    import logging
+
+    from flwr.supercore.logger import warn_deprecated_feature
+
+    from privrec.flower.run import quiet_flower_logs
+
+    quiet_flower_logs()
+    quiet_flower_logs()                       # idempotent: one filter
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    log = logging.getLogger("flwr")
+    log.addHandler(handler)
+    try:
+        warn_deprecated_feature("The `run_simulation` function is deprecated and will be removed")
+        warn_deprecated_feature("something else")
+    finally:
+        log.removeHandler(handler)
+    assert len(seen) == 1 and "something else" in seen[0]
+    assert sum(type(f).__name__ == "_DropRunSimulationDeprecation" for f in log.filters) == 1
+
+
 def test_simulation_and_deployment_run_the_plain_loops_federation(tmp_path):
     """Flower's simulation engine and a real SuperLink + 2 SuperNodes (processes on 127.0.0.1), 2 rounds
     each, give the plain loop's global tables (same seed, same functions)."""

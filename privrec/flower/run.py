@@ -1,7 +1,12 @@
 """Running a PFCR federation: Flower's simulation engine, or SuperLink + SuperNodes as processes.
 
 * :func:`simulate` — ``flwr.simulation.run_simulation`` with one virtual SuperNode per domain (Ray
-  backend, one CPU per client); the default of ``privrec reproduce pfcr``.
+  backend, one CPU per client); the default of ``privrec reproduce pfcr``. Flower 1.42 marks
+  ``run_simulation`` deprecated in favour of ``flwr run`` against a ``:local:`` connection; that path
+  starts a *detached*, persistent local SuperLink under ``FLWR_HOME`` and returns before the run
+  ends, so a library call would have to poll it and tear it down. privrec keeps the in-process
+  engine (blocking, nothing left running, same ``ClientApp``/``ServerApp``), pinned by the lock,
+  and drops that one warning from the log; ``flwr run`` is exercised by :func:`deploy`.
 * :func:`deploy` — the deployment runtime on this machine: ``flower-superlink`` and one
   ``flower-supernode --node-config "partition-id=K num-partitions=N"`` per domain as separate
   processes talking gRPC on 127.0.0.1, the app submitted with ``flwr run`` to the SuperLink's
@@ -31,10 +36,26 @@ def _result(path: Path) -> dict:
     return json.loads(f.read_text())
 
 
-def simulate(bundle: str | Path, log: Log = print, cpus: int | None = None) -> dict:
-    """Run the bundle's federation on Flower's simulation engine; returns the server's record."""
+class _DropRunSimulationDeprecation:
+    """Logging filter: Flower's deprecation notice for ``run_simulation`` (see the module docstring)."""
+
+    @staticmethod
+    def filter(record) -> bool:
+        return "`run_simulation` function is deprecated" not in record.getMessage()
+
+
+def quiet_flower_logs() -> None:
+    """Flower's log at WARNING and above, without the ``run_simulation`` deprecation notice."""
     import logging
 
+    flwr_log = logging.getLogger("flwr")
+    flwr_log.setLevel(logging.WARNING)
+    if not any(isinstance(f, _DropRunSimulationDeprecation) for f in flwr_log.filters):
+        flwr_log.addFilter(_DropRunSimulationDeprecation())
+
+
+def simulate(bundle: str | Path, log: Log = print, cpus: int | None = None) -> dict:
+    """Run the bundle's federation on Flower's simulation engine; returns the server's record."""
     from flwr.simulation import run_simulation
 
     from privrec.flower.apps import client_app, server_app
@@ -49,7 +70,7 @@ def simulate(bundle: str | Path, log: Log = print, cpus: int | None = None) -> d
     cpus = cpus or min(b.n_domains, os.cpu_count() or 1)
     log(f"Flower simulation: {b.n_domains} SuperNodes ({', '.join(b.names)}), {b.config.rounds} rounds, "
         f"{b.config.strategy}, codec {b.config.codec.mode}")
-    logging.getLogger("flwr").setLevel(logging.WARNING)
+    quiet_flower_logs()
     run_simulation(server_app=server_app(str(b.path)), client_app=client_app(str(b.path)), num_supernodes=b.n_domains,
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
                                    "init_args": {"num_cpus": cpus, "include_dashboard": False,
