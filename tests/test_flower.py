@@ -102,7 +102,7 @@ def test_fedprox_term_pulls_the_table_towards_the_global_one(tmp_path):
     model, trainer, prox = C.client(b, 0, 0)
     prox.anchor = torch.zeros_like(model.item_embedding.table.weight)
     pen = prox.penalty(trainer)
-    assert float(pen) == pytest.approx(2.5 * float(model.item_embedding.table.weight.pow(2).sum()), rel=1e-5)
+    assert pen.item() == pytest.approx(2.5 * model.item_embedding.table.weight.pow(2).sum().item(), rel=1e-5)
     plain = plain_loop(_bundle(tmp_path / "q", "none"))[0]
     prox_t = plain_loop(b)[0]
     assert np.linalg.norm(prox_t - b.table0()) < np.linalg.norm(plain - b.table0())
