@@ -67,6 +67,9 @@ def simulate(bundle: str | Path, log: Log = print, cpus: int | None = None) -> d
     # federation's training happens, then got ~1/15 of a core beside any other job (a PFCR round took ~10 min
     # instead of ~3 beside three training jobs). 0: they run at the caller's priority, as every other training
     os.environ.setdefault("RAY_worker_niceness", "0")
+    # Ray's future default (accelerator env vars left alone when a client asks for no GPU); set now, it also
+    # silences Ray's FutureWarning about the change
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     cpus = cpus or min(b.n_domains, os.cpu_count() or 1)
     log(f"Flower simulation: {b.n_domains} SuperNodes ({', '.join(b.names)}), {b.config.rounds} rounds, "
         f"{b.config.strategy}, codec {b.config.codec.mode}")
