@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from privrec.models.base import NextItemModel
+from privrec.models.layers import Dropout
 from privrec.models.sasrec import SelfAttentionBlock, _init
 
 
@@ -43,7 +44,7 @@ class BERT4Rec(NextItemModel):
         self.item_embedding = nn.Embedding(n_items + 2, hidden, padding_idx=0)
         self.position_embedding = nn.Embedding(max_len, hidden)
         self.norm = nn.LayerNorm(hidden, eps=layer_norm_eps)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.blocks = nn.ModuleList(
             SelfAttentionBlock(hidden, heads, inner, dropout, attn_dropout, layer_norm_eps) for _ in range(layers))
         self.output = nn.Sequential(nn.Linear(hidden, hidden), nn.GELU(), nn.LayerNorm(hidden, eps=layer_norm_eps))

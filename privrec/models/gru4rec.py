@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from privrec.models.base import NextItemModel
+from privrec.models.layers import Dropout
 
 
 class GRU4Rec(NextItemModel):
@@ -19,7 +20,7 @@ class GRU4Rec(NextItemModel):
                             dropout=dropout)
         self.max_len = max_len
         self.item_embedding = nn.Embedding(n_items + 1, embedding, padding_idx=0)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.gru = nn.GRU(embedding, hidden, num_layers=layers, batch_first=True, bias=False)
         self.proj = nn.Linear(hidden, embedding)
         nn.init.xavier_normal_(self.item_embedding.weight)

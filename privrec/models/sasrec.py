@@ -4,11 +4,11 @@ transformer blocks with causal self-attention, GELU feed-forward, inner-product 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from privrec.errors import ParameterError
 from privrec.models.base import NextItemModel
+from privrec.models.layers import Dropout, attention
 
 
 class SelfAttentionBlock(nn.Module):
@@ -22,7 +22,7 @@ class SelfAttentionBlock(nn.Module):
         self.qkv = nn.Linear(hidden, 3 * hidden)
         self.out = nn.Linear(hidden, hidden)
         self.attn_dropout = attn_dropout
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.norm1 = nn.LayerNorm(hidden, eps=eps)
         self.ff = nn.Sequential(nn.Linear(hidden, inner), nn.GELU(), nn.Linear(inner, hidden))
         self.norm2 = nn.LayerNorm(hidden, eps=eps)
@@ -30,8 +30,7 @@ class SelfAttentionBlock(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         b, length, d = x.shape
         q, k, v = self.qkv(x).view(b, length, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                             dropout_p=self.attn_dropout if self.training else 0.0)
+        att = attention(q, k, v, mask, self.attn_dropout, self.training)
         att = att.transpose(1, 2).reshape(b, length, d)
         x = self.norm1(x + self.drop(self.out(att)))
         return self.norm2(x + self.drop(self.ff(x)))
@@ -51,7 +50,7 @@ class SASRec(NextItemModel):
         self.item_embedding = nn.Embedding(n_items + 1, hidden, padding_idx=0)
         self.position_embedding = nn.Embedding(max_len, hidden)
         self.norm = nn.LayerNorm(hidden, eps=layer_norm_eps)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.blocks = nn.ModuleList(
             SelfAttentionBlock(hidden, heads, inner, dropout, attn_dropout, layer_norm_eps) for _ in range(layers))
         self.apply(lambda m: _init(m, init_std))
