@@ -68,6 +68,26 @@ def test_models_are_causal_and_shapes(name):
     assert scores.shape == (1, 31) and scores[0, 0] == -torch.inf
 
 
+@pytest.mark.parametrize("name", ["sasrec", "gru4rec", "bert4rec"])
+def test_training_loss_is_the_cross_entropy_of_the_scored_logits(name):
+    """The loss reads the items' scores without the padding column; it equals the cross-entropy of
+    ``logits`` (padding at -inf) and so do its gradients."""
+    torch.manual_seed(0)
+    model = build(name, n_items=30, max_len=6).eval()            # eval: no dropout, same states twice
+    seq = torch.tensor([[0, 0, 3, 4, 5, 6], [1, 2, 3, 4, 5, 7]])
+    target = torch.tensor([[0, 0, 4, 5, 6, 30], [2, 3, 4, 5, 7, 1]])
+    loss = model.loss({"seq": seq, "target": target})
+    grads = torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)
+    states = model.encode(seq)[target > 0]
+    logits = model.logits(states)
+    assert logits.shape[1] == 31 and torch.all(logits[:, 0] == -torch.inf)
+    want = torch.nn.functional.cross_entropy(logits, target[target > 0])
+    torch.testing.assert_close(loss, want)
+    for g, w in zip(grads, torch.autograd.grad(want, list(model.parameters()), allow_unused=True)):
+        if w is not None:
+            torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-5)
+
+
 @pytest.mark.parametrize("name", ["sasrec", "gru4rec"])
 def test_models_learn_a_deterministic_successor_rule(name):
     torch.manual_seed(0)

@@ -41,17 +41,22 @@ class NextItemModel(Recommender):
     def encode(self, seq: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def item_logits(self, states: torch.Tensor) -> torch.Tensor:
+        """Scores of the items 1..n_items (no padding column): what the training loss reads."""
+        return states @ self.item_embedding.weight[1:].T
+
     def logits(self, states: torch.Tensor) -> torch.Tensor:
-        out = states @ self.item_embedding.weight.T
-        out[..., 0] = -torch.inf                     # never predict padding
-        return out
+        """Scores of the ids 0..n_items with the padding column at -inf (never predicted)."""
+        return F.pad(self.item_logits(states), (1, 0), value=-torch.inf)
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Cross-entropy over the items at every position with a target. Computed on the items' own
+        scores (the softmax of :meth:`logits` with its -inf padding column, exactly): writing -inf into
+        the logits cost a copy and a fill of the whole (targets x items) gradient in backward."""
         states = self.encode(batch["seq"])
         target = batch["target"]
         mask = target > 0
-        logits = self.logits(states[mask])
-        return F.cross_entropy(logits, target[mask])
+        return F.cross_entropy(self.item_logits(states[mask]), target[mask] - 1)
 
     def score(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         states = self.encode(batch["seq"])[:, -1, :]  # front padding: the last position is the newest

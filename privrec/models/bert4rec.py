@@ -75,11 +75,9 @@ class BERT4Rec(NextItemModel):
         masked = torch.cat([seq, torch.full((seq.shape[0], 1), self.mask_token, dtype=seq.dtype, device=seq.device)], 1)
         return self.logits(self.encode(masked)[:, -1, :])
 
-    def logits(self, states: torch.Tensor) -> torch.Tensor:
-        """Scores for ids 0..n_items (padding column -inf; the [mask] token is never a candidate)."""
-        out = states @ self.item_embedding.weight[: self.n_items + 1].T + self.output_bias
-        out[..., 0] = -torch.inf
-        return out
+    def item_logits(self, states: torch.Tensor) -> torch.Tensor:
+        """Scores of the items 1..n_items (the [mask] token is never a candidate)."""
+        return states @ self.item_embedding.weight[1: self.n_items + 1].T + self.output_bias[1:]
 
 
 class MergedBERT4Rec(BERT4Rec):
@@ -134,11 +132,9 @@ class MergedBERT4Rec(BERT4Rec):
         """Histories encoded with the merges (longest first, left to right)."""
         return self.merges.encode(seqs)
 
-    def logits(self, states: torch.Tensor) -> torch.Tensor:
-        """Token logits 0..vocab_size (padding -inf): what the cloze loss is computed on."""
-        out = states @ self.item_embedding.weight[: self.merges.vocab_size + 1].T + self.output_bias
-        out[..., 0] = -torch.inf
-        return out
+    def item_logits(self, states: torch.Tensor) -> torch.Tensor:
+        """Token logits 1..vocab_size: what the cloze loss is computed on (``logits`` adds the padding column)."""
+        return states @ self.item_embedding.weight[1: self.merges.vocab_size + 1].T + self.output_bias[1:]
 
     def score(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         tokens = super().score(batch)                                   # (B, vocab + 1), read after a final [mask]
