@@ -87,7 +87,8 @@ def test_a_run_of_several_trainings_is_redone_only_for_a_part_capped_below_the_c
     """A multi-part run (``fit["parts"]``, e.g. PFCR's pre-training and tunings, possibly trained under
     different caps) stopped early iff every part did, and counts under a cap unless a part ended on a
     lower one; removing a run's state removes what it kept beside it."""
-    from privrec.experiments.runner import epochs_run, remove_state, reusable, stopped_early
+    from privrec.experiments.caps import epochs_run, reusable, stopped_early
+    from privrec.experiments.runner import remove_state
 
     def part(n, early):
         return {"epochs_run": n, "best_epoch": n - 1, "stopped_early": early}
@@ -107,3 +108,22 @@ def test_a_run_of_several_trainings_is_redone_only_for_a_part_capped_below_the_c
     (tmp_path / "other.pt").write_bytes(b"z")
     remove_state(state)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.pt"]
+
+
+def test_a_smaller_grid_says_which_recorded_runs_its_report_leaves_out(tmp_path):
+    out = tmp_path / "out"
+    execute(Toy({"a": 1, "b": 1}), out, log=lambda m: None)
+
+    class OnlyA(Toy):
+        def runs(self):
+            return [r for r in super().runs() if r.labels["model"] == "a"]
+
+    logs: list[str] = []
+    outcome = execute(OnlyA({"a": 1, "b": 1}), out, log=logs.append, train_missing=False)
+    assert len(outcome.records) == 2
+    note = [m for m in logs if m.startswith("note:")]
+    assert len(note) == 1 and "2 run(s)" in note[0] and "outside this invocation's grid" in note[0]
+    logs.clear()
+    execute(Toy({"a": 1, "b": 1}), out, log=logs.append, train_missing=False)   # the full grid: no note
+    assert not any(m.startswith("note:") for m in logs)
+

@@ -34,6 +34,7 @@ import numpy as np
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import runner
+from privrec.experiments.caps import train_cap
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.privacy.validate import check_delta, check_epsilon
 from privrec.training.trainer import TrainConfig
@@ -172,7 +173,7 @@ class DIPSGNNExperiment:
                                                   "epsilon2", "clip", "steps"), self.inter.summary())
 
     def cap(self) -> tuple[int, int, int]:
-        return runner.train_cap(self.cfg.train)
+        return train_cap(self.cfg.train)
 
     def prepare(self, spec: RunSpec, log: Callable[[str], None]) -> None:
         """Nothing to publish ahead: each run builds its own releases (LDP features, EdgeRand graphs) from

@@ -33,6 +33,7 @@ import numpy as np
 
 from privrec.errors import ParameterError
 from privrec.experiments import runner
+from privrec.experiments.caps import train_cap
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.privacy.validate import check_epsilon
 from privrec.training.federated import MODES
@@ -187,7 +188,7 @@ class PFCRExperiment:
                                        summary)
 
     def cap(self) -> tuple[int, int, int]:
-        return runner.train_cap(self.cfg.train)
+        return train_cap(self.cfg.train)
 
     def prepare(self, spec: RunSpec, log: Callable[[str], None]) -> None:
         """Nothing to publish ahead: codes and federation bundles are built inside each run (seconds)."""
@@ -239,7 +240,7 @@ class PFCRExperiment:
                     fits[f"{d.name}/{strategy}"], metrics[f"{d.name}/{strategy}"] = T.prompt_tune(
                         self.cfg, d, codes, weights, strategy, seed, T.side_state(state, f"{d.name}-{strategy}"), say)
         # one run = several trainings (per domain, prompt strategies, a federation), reused as a whole: it
-        # stopped early iff every training did (runner.stopped_early reads the parts), and a run that ended
+        # stopped early iff every training did (caps.stopped_early reads the parts), and a run that ended
         # on the cap keeps its parts (results, capped epoch states, the federation), so a higher cap
         # continues the capped trainings instead of starting over. Its seconds are its parts' (each counts
         # every session it ran in), not only this invocation's

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from privrec.experiments.caps import stopped_early
 from privrec.experiments.pfcr import cells, codec_of, prompt_variants, run_key, sweep_cells
 from privrec.experiments.report import aggregate, markdown_table, pm, save_report, trailer
-from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
+from privrec.experiments.runner import Outcome, RunRecord, environment_note
 
 COLS = {"R@10": "hr@10", "R@50": "hr@50", "N@10": "ndcg@10", "N@50": "ndcg@50"}
 CLAIM = "R@10"

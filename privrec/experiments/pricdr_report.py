@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from privrec.experiments.caps import stopped_early
 from privrec.experiments.report import aggregate, certificates, markdown_table, pm, save_report, trailer
-from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
+from privrec.experiments.runner import Outcome, RunRecord, environment_note
 from privrec.experiments.stats import paired, paired_cell
 
 COLS = ("hr@5 (sampled)", "ndcg@5 (sampled)", "mrr@5 (sampled)", "hr@10 (sampled)", "ndcg@10 (sampled)",

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from privrec.experiments.caps import stopped_early
 from privrec.experiments.pricdsr import PriCDSRConfig
 from privrec.experiments.report import aggregate, markdown_table, pm, save_report, trailer
-from privrec.experiments.runner import Outcome, RunRecord, environment_note, stopped_early
+from privrec.experiments.runner import Outcome, RunRecord, environment_note
 from privrec.experiments.stats import log_trend, paired, paired_cell, signed
 
 CLAIM_METRICS = ("ndcg@10 (sampled)", "ndcg@10 (full)")

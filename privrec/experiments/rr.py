@@ -35,6 +35,7 @@ from privrec.data.preprocess import Preprocessing
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import runner
+from privrec.experiments.caps import train_cap
 from privrec.experiments.rr_release import ALTERNATIVES, alternative_map, item_embeddings, publish_split, read_private
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.experiments.sequential import DEFAULT_MODEL_CONFIG
@@ -163,7 +164,7 @@ class RRExperiment:
         return replace(self.cfg.train, **TRAIN_OVERRIDES.get(method, {}))
 
     def cap(self) -> tuple[int, int, int]:
-        return runner.train_cap(self.cfg.train)
+        return train_cap(self.cfg.train)
 
     # ---- releases
     @cached_property

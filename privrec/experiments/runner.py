@@ -32,6 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from privrec.errors import ParameterError
+from privrec.experiments.caps import epochs_run, reusable, stopped_early
 from privrec.utils.repro import environment, lock_digest
 
 Log = Callable[[str], None]
@@ -110,56 +111,9 @@ def grid_fingerprint(cfg, named: Sequence[str], data_summary: dict) -> str:
     return config_hash(d)
 
 
-def train_cap(train) -> tuple[int, int, int]:
-    """(epoch cap, patience, eval_every) of a :class:`~privrec.training.trainer.TrainConfig`."""
-    return train.epochs, train.patience, train.eval_every
-
-
 def safe_name(name: str) -> str:
     """``name`` as a file name: letters, digits, '.', '-'; anything else becomes '_'."""
     return "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in name)
-
-
-def trained_parts(fit: dict) -> list[dict]:
-    """The trainings of a run made of several (``fit["parts"]``: per domain, prompt tuning, ...) that
-    ran epochs; empty for a run that is one training."""
-    return [p for p in (fit.get("parts") or {}).values() if isinstance(p, dict) and "epochs_run" in p]
-
-
-def stopped_early(fit: dict, patience: int, eval_every: int = 1) -> bool:
-    """Did early stopping (not the epoch cap) end this run? A run of several trainings did iff each of
-    them did. Records written before the trainer stored the flag are judged from best epoch, epochs
-    run and patience."""
-    parts = trained_parts(fit)
-    if parts:
-        return all(stopped_early(p, patience, eval_every) for p in parts)
-    if "stopped_early" in fit:
-        return bool(fit["stopped_early"])
-    return fit["epochs_run"] // eval_every - fit["best_epoch"] // eval_every >= patience
-
-
-def reusable(fit: dict, cap: tuple[int, int, int]) -> bool:
-    """A finished run counts under epoch cap ``cap[0]`` iff it stopped early within it, or it ran to
-    exactly this cap (a run that hit a lower cap is continued from its saved state). A run of several
-    trainings counts unless one of them ended on a cap below this one (its parts may have run under
-    different caps, e.g. pre-training and tuning, so only a capped part short of the cap is redone)."""
-    epochs, patience, every = cap
-    parts = trained_parts(fit)
-    if parts:
-        return all(stopped_early(p, patience, every) or p["epochs_run"] >= epochs for p in parts)
-    n = fit["epochs_run"]
-    return n <= epochs if stopped_early(fit, patience, every) else n == epochs
-
-
-def epochs_run(fit: dict, cap: int | None = None) -> int:
-    """Epochs of a run: of its longest training when it has several (with ``cap``: of its shortest training
-    that ended on a cap below ``cap``, the one a higher cap continues)."""
-    parts = trained_parts(fit)
-    if not parts:
-        return int(fit["epochs_run"])
-    short = [p["epochs_run"] for p in parts if cap is not None and not p.get("stopped_early", True)
-             and p["epochs_run"] < cap]
-    return min(short) if short else max(p["epochs_run"] for p in parts)
 
 
 def remove_state(path: Path) -> None:
@@ -222,6 +176,21 @@ def load_progress(path: Path, fingerprint: str | dict[str, str]) -> dict[str, Ru
                 run.environment = rec["environment"]
             out[rec["key"]] = run
     return out
+
+
+def recorded_keys(path: Path) -> set[str]:
+    """Every run key with a line in the progress file, whatever its fingerprint."""
+    if not path.exists():
+        return set()
+    keys = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("key"), str):
+            keys.add(rec["key"])
+    return keys
 
 
 def append_progress(path: Path, fingerprint: str, record: RunRecord) -> None:
@@ -291,6 +260,11 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
         del finished[key]
     if finished:
         log(f"resuming: {len(finished)} finished runs read from {progress}")
+    outside = recorded_keys(progress) - set(keys)
+    if outside:                                   # a smaller grid rewrites OUT without them: say so first
+        log(f"note: {len(outside)} run(s) recorded in {progress} are outside this invocation's grid (other methods, "
+            f"seeds or sweeps, or earlier settings) and will not be in the report written to {out_dir}; rerun with "
+            "the full grid's options and --report-only to report every finished run")
     if not train_missing and not any(k in finished for k in keys):
         raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
     pending = [s for s in specs if s.key not in finished] if train_missing else []
