@@ -68,6 +68,23 @@ def test_models_are_causal_and_shapes(name):
     assert scores.shape == (1, 31) and scores[0, 0] == -torch.inf
 
 
+@pytest.mark.parametrize("name", ["sasrec", "gru4rec", "bert4rec", "code-sasrec"])
+def test_encoding_only_the_last_positions_gives_the_full_encodings_rows(name):
+    """encode(seq, last=k) skips the other rows' work in the last block; it must equal encode(seq)[:, -k:]
+    (eval: no dropout), so strided/prefix training and scoring read the same states as before."""
+    torch.manual_seed(0)
+    model = build(name, n_items=30, max_len=8, **({"hidden": 16, "heads": 2, "n_codebooks": 3, "n_centroids": 4}
+                                                 if name == "code-sasrec" else {}))
+    if name == "code-sasrec":
+        model.set_codes(torch.randint(0, 4, (31, 3)))
+    model.eval()
+    seq = torch.tensor([[0, 0, 0, 3, 4, 5, 6, 7], [1, 2, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 0, 0, 0, 9]])
+    with torch.no_grad():
+        full = model.encode(seq)
+        for k in (1, 3, 8, 20):
+            torch.testing.assert_close(model.encode(seq, last=k), full[:, -k:], atol=1e-6, rtol=1e-5)
+
+
 @pytest.mark.parametrize("name", ["sasrec", "gru4rec", "bert4rec"])
 def test_training_loss_is_the_cross_entropy_of_the_scored_logits(name):
     """The loss reads the items' scores without the padding column; it equals the cross-entropy of

@@ -38,7 +38,9 @@ class NextItemModel(Recommender):
 
     item_embedding: nn.Embedding
 
-    def encode(self, seq: torch.Tensor) -> torch.Tensor:
+    def encode(self, seq: torch.Tensor, last: int | None = None) -> torch.Tensor:
+        """States of every position, (B, L, d); with ``last``: of the last ``last`` positions only,
+        (B, last, d), equal to ``encode(seq)[:, -last:]`` (an encoder may skip work for the others)."""
         raise NotImplementedError
 
     def item_logits(self, states: torch.Tensor) -> torch.Tensor:
@@ -53,11 +55,14 @@ class NextItemModel(Recommender):
         """Cross-entropy over the items at every position with a target. Computed on the items' own
         scores (the softmax of :meth:`logits` with its -inf padding column, exactly): writing -inf into
         the logits cost a copy and a fill of the whole (targets x items) gradient in backward."""
-        states = self.encode(batch["seq"])
         target = batch["target"]
+        has = (target > 0).any(0)                  # positions with a target: strided windows and prefixes
+        last = target.shape[1] - int(has.float().argmax()) if bool(has.any()) else 1   # use only the last few
+        target = target[:, -last:]
+        states = self.encode(batch["seq"], last=last)
         mask = target > 0
         return F.cross_entropy(self.item_logits(states[mask]), target[mask] - 1)
 
     def score(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        states = self.encode(batch["seq"])[:, -1, :]  # front padding: the last position is the newest
+        states = self.encode(batch["seq"], last=1)[:, -1, :]  # front padding: the last position is the newest
         return self.logits(states)

@@ -54,7 +54,7 @@ class BERT4Rec(NextItemModel):
     def config(self) -> dict:
         return dict(self._config)
 
-    def encode(self, seq: torch.Tensor) -> torch.Tensor:
+    def encode(self, seq: torch.Tensor, last: int | None = None) -> torch.Tensor:
         if seq.shape[1] > self.max_len:
             seq = seq[:, -self.max_len:]
         length = seq.shape[1]
@@ -66,14 +66,14 @@ class BERT4Rec(NextItemModel):
         mask = (seq > 0)[:, None, None, :] | eye
         if self.causal:                     # unidirectional cloze: Eq. 3 instead of Eq. 5 of Mu & Lim
             mask = mask & torch.tril(torch.ones(length, length, dtype=torch.bool, device=seq.device))
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.output(x)
+        for i, block in enumerate(self.blocks):       # the last block computes only the rows asked for
+            x = block(x, mask, last if i == len(self.blocks) - 1 else None)
+        return self.output(x if last is None else x[:, -last:])
 
     def score(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         seq = batch["seq"][:, -(self.max_len - 1):]
         masked = torch.cat([seq, torch.full((seq.shape[0], 1), self.mask_token, dtype=seq.dtype, device=seq.device)], 1)
-        return self.logits(self.encode(masked)[:, -1, :])
+        return self.logits(self.encode(masked, last=1)[:, -1, :])
 
     def item_logits(self, states: torch.Tensor) -> torch.Tensor:
         """Scores of the items 1..n_items (the [mask] token is never a candidate)."""

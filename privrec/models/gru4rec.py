@@ -33,8 +33,8 @@ class GRU4Rec(NextItemModel):
     def config(self) -> dict:
         return dict(self._config)
 
-    def encode(self, seq: torch.Tensor) -> torch.Tensor:
+    def encode(self, seq: torch.Tensor, last: int | None = None) -> torch.Tensor:
         if seq.shape[1] > self.max_len:
             seq = seq[:, -self.max_len:]
         out, _ = self.gru(self.drop(self.item_embedding(seq)))
-        return self.proj(out)
+        return self.proj(out if last is None else out[:, -last:])

@@ -87,9 +87,13 @@ class PromptedCodeSASRec(CodeSASRec):
         mask = (causal[None, None] & (seq > 0)[:, None, None, :]) | eye
         return self.user_encoder(self.id_embedding(seq), mask)                               # UPE, Eq. 22
 
-    def encode(self, seq: torch.Tensor) -> torch.Tensor:
+    def encode(self, seq: torch.Tensor, last: int | None = None) -> torch.Tensor:
+        """The prompted states of every position (``last``: accepted for the interface; the user prompt
+        reads every position, so all are computed and the last ``last`` returned)."""
         if seq.shape[1] > self.max_len:
             seq = seq[:, -self.max_len:]
+        if last is not None:
+            return self.encode(seq)[:, -last:]
         h = super().encode(seq)                                                              # h_S, (B, L, d)
         domain = self._domain_prompt(h)                                                      # (B, L, d)
         if self.strategy == "light":

@@ -4,6 +4,7 @@ transformer blocks with causal self-attention, GELU feed-forward, inner-product 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from privrec.errors import ParameterError
@@ -27,9 +28,18 @@ class SelfAttentionBlock(nn.Module):
         self.ff = nn.Sequential(nn.Linear(hidden, inner), nn.GELU(), nn.Linear(inner, hidden))
         self.norm2 = nn.LayerNorm(hidden, eps=eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, last: int | None = None) -> torch.Tensor:
+        """(B, L, d) -> (B, L, d); with ``last``: only the outputs of the last ``last`` positions (queries),
+        still attending over all L keys (what a block computes for them, without the other rows' work)."""
         b, length, d = x.shape
-        q, k, v = self.qkv(x).view(b, length, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        h = self.heads
+        if last is None or last >= length:
+            q, k, v = self.qkv(x).view(b, length, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        else:
+            w, bias = self.qkv.weight, self.qkv.bias
+            q = F.linear(x[:, -last:], w[:d], bias[:d]).view(b, last, h, d // h).transpose(1, 2)
+            k, v = F.linear(x, w[d:], bias[d:]).view(b, length, 2, h, d // h).permute(2, 0, 3, 1, 4)
+            x, mask, length = x[:, -last:], mask[..., -last:, :], last
         att = attention(q, k, v, mask, self.attn_dropout, self.training)
         att = att.transpose(1, 2).reshape(b, length, d)
         x = self.norm1(x + self.drop(self.out(att)))
@@ -58,7 +68,7 @@ class SASRec(NextItemModel):
     def config(self) -> dict:
         return dict(self._config)
 
-    def encode(self, seq: torch.Tensor) -> torch.Tensor:
+    def encode(self, seq: torch.Tensor, last: int | None = None) -> torch.Tensor:
         b, length = seq.shape
         if length > self.max_len:
             seq = seq[:, -self.max_len:]
@@ -72,9 +82,9 @@ class SASRec(NextItemModel):
         causal = torch.ones(length, length, dtype=torch.bool, device=seq.device).tril()
         eye = torch.eye(length, dtype=torch.bool, device=seq.device)
         mask = (causal[None, None] & (seq > 0)[:, None, None, :]) | eye
-        for block in self.blocks:
-            x = block(x, mask)
-        return x
+        for i, block in enumerate(self.blocks):       # the last block computes only the rows asked for
+            x = block(x, mask, last if i == len(self.blocks) - 1 else None)
+        return x if last is None else x[:, -last:]
 
 
 def _init(module: nn.Module, std: float) -> None:
