@@ -68,10 +68,17 @@ def test_seed_runs_merge_into_one_aggregate(tiny_inter_file, tmp_path, capsys):
 
 
 def test_cli_train_recommend_evaluate(tiny_inter_file, tmp_path, capsys):
+    import torch
+
     out = tmp_path / "cli-run"
-    rc = main(["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
-               "--epochs", "2", "--batch-size", "16", "--set", "hidden=16", "--set", "embedding=16",
-               "--out", str(out), "--quiet"])
+    before = torch.get_num_threads()
+    try:
+        rc = main(["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
+                   "--epochs", "2", "--batch-size", "16", "--set", "hidden=16", "--set", "embedding=16",
+                   "--threads", "1", "--out", str(out), "--quiet"])
+        assert torch.get_num_threads() == 1              # --threads reached torch
+    finally:
+        torch.set_num_threads(before)
     assert rc == 0
     text = capsys.readouterr().out
     assert "full ranking" in text and "NDCG" in text

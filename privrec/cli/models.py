@@ -47,6 +47,9 @@ from privrec.models import MODELS
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
               help="Model hyperparameter, e.g. --set hidden=64 --set dropout=0.2.")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, or auto.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="torch CPU threads (default: torch's, one per core). Use 1 when other jobs share the cores: "
+                   "intra-op threads then wait on each other and burn CPU.")
 @click.option("--epsilon", type=float, default=None,
               help="Train on a randomised-response release (Mu & Lim): every user's history before the test item "
                    "is perturbed once with this epsilon (posterior-odds bound per whole history) and written with "
@@ -94,6 +97,7 @@ from privrec.models import MODELS
               help="heterocdr: the source domain's published rating matrix, a release folder written by "
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
 def train(model, dataset, protocol, split, max_len, time_precision, window, stride, epochs, batch_size, lr, patience, select_metric,
+          threads,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
           mask_history, ks, epsilon1, delta, epsilon2, clip_norm, steps, no_user_features, accounting, dpsgd_epsilon, dpsgd_clip, out, quiet, target,
           source) -> None:
@@ -113,6 +117,10 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     from privrec.utils.io import atomic_dir
 
     model = model.lower()
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
     if model == "dpsgd-srgnn":           # SR-GNN trained with DP-SGD at the budget of the private rows
         if dpsgd_epsilon is None and epsilon2 is None:
             raise ParameterError("dpsgd-srgnn needs its budget: --epsilon2 E (or --dpsgd-epsilon E)")
