@@ -56,8 +56,8 @@ class NextItemModel(Recommender):
         scores (the softmax of :meth:`logits` with its -inf padding column, exactly): writing -inf into
         the logits cost a copy and a fill of the whole (targets x items) gradient in backward."""
         target = batch["target"]
-        has = (target > 0).any(0)                  # positions with a target: strided windows and prefixes
-        last = target.shape[1] - int(has.float().argmax()) if bool(has.any()) else 1   # use only the last few
+        cols = torch.nonzero((target > 0).any(0))   # positions with a target: the last few for strided windows
+        last = target.shape[1] - int(cols[0]) if len(cols) else 1          # and prefixes, every one for windows
         target = target[:, -last:]
         states = self.encode(batch["seq"], last=last)
         mask = target > 0

@@ -22,7 +22,7 @@ from torch import nn
 
 from privrec.models.base import NextItemModel
 from privrec.models.layers import Dropout
-from privrec.models.sasrec import SelfAttentionBlock, _init
+from privrec.models.sasrec import SelfAttentionBlock, _init, run_blocks
 
 
 class BERT4Rec(NextItemModel):
@@ -66,9 +66,7 @@ class BERT4Rec(NextItemModel):
         mask = (seq > 0)[:, None, None, :] | eye
         if self.causal:                     # unidirectional cloze: Eq. 3 instead of Eq. 5 of Mu & Lim
             mask = mask & torch.tril(torch.ones(length, length, dtype=torch.bool, device=seq.device))
-        for i, block in enumerate(self.blocks):       # the last block computes only the rows asked for
-            x = block(x, mask, last if i == len(self.blocks) - 1 else None)
-        return self.output(x if last is None else x[:, -last:])
+        return self.output(run_blocks(self.blocks, x, mask, last))
 
     def score(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         seq = batch["seq"][:, -(self.max_len - 1):]

@@ -2,7 +2,7 @@
 
 ``torch.nn.Dropout`` draws its mask with ``bernoulli_``, which on CPU costs about three times
 ``torch.rand`` on the shapes these models train (a SASRec step on ML-1M, batch 205 x 50 x 64,
-spent 21% of its time in ``bernoulli_``; ``benchmarks/bench_dropout.py``). :class:`Dropout` draws
+spent 21% of its time in ``bernoulli_``; ``benchmarks/bench_training_step.py``). :class:`Dropout` draws
 the same distribution from one uniform per element: each element is zeroed with probability
 ``p`` (``P(U < p) = p`` for ``U ~ U[0, 1)``, up to float32's 2^-24 grid) and the others are scaled
 by ``1 / (1 - p)``; evaluation mode is the identity. The random stream differs from

@@ -46,6 +46,14 @@ class SelfAttentionBlock(nn.Module):
         return self.norm2(x + self.drop(self.ff(x)))
 
 
+def run_blocks(blocks: nn.ModuleList, x: torch.Tensor, mask: torch.Tensor, last: int | None = None) -> torch.Tensor:
+    """``x`` through every block; with ``last``, the final block computes only the last ``last`` rows and
+    (B, last, d) is returned (the same rows as without it)."""
+    for i, block in enumerate(blocks):
+        x = block(x, mask, last if i == len(blocks) - 1 else None)
+    return x if last is None else x[:, -last:]
+
+
 class SASRec(NextItemModel):
     name = "sasrec"
 
@@ -82,9 +90,7 @@ class SASRec(NextItemModel):
         causal = torch.ones(length, length, dtype=torch.bool, device=seq.device).tril()
         eye = torch.eye(length, dtype=torch.bool, device=seq.device)
         mask = (causal[None, None] & (seq > 0)[:, None, None, :]) | eye
-        for i, block in enumerate(self.blocks):       # the last block computes only the rows asked for
-            x = block(x, mask, last if i == len(self.blocks) - 1 else None)
-        return x if last is None else x[:, -last:]
+        return run_blocks(self.blocks, x, mask, last)
 
 
 def _init(module: nn.Module, std: float) -> None:
