@@ -44,6 +44,37 @@ def test_multi_seed_aggregate(tiny_inter_file):
     assert agg["std"] == pytest.approx(np.std(vals, ddof=1))
 
 
+def test_runs_are_also_tested_under_the_other_masking_and_reported_as_they_finish(tiny_inter_file):
+    """Each seed's checkpoint is tested under both history maskings (labelled apart), and each seed's
+    result reaches ``on_run`` as soon as it is tested, before later seeds train."""
+    seen = []
+    res = seq.run(tiny_cfg(tiny_inter_file, seeds=(0, 1)), log=lambda m: None, on_run=seen.append)
+    assert [r["seed"] for r in seen] == [0, 1] and seen == res["runs"]
+    for r in res["runs"]:
+        assert r["test"]["protocol"] == "full ranking (history masked)"
+        assert r["test_other_masking"]["protocol"] == "full ranking (history not masked)"
+        assert r["test_other_masking"]["metrics"].keys() == r["test"]["metrics"].keys()
+    other = res["aggregate"]["test_other_masking"]["ndcg@10"]
+    assert other["n"] == 2 and other["mean"] == pytest.approx(
+        np.mean([r["test_other_masking"]["metrics"]["ndcg@10"] for r in res["runs"]]))
+    text = SR.markdown(res)
+    assert "The same checkpoints under full ranking (history not masked)" in text
+
+
+def test_cli_train_keeps_each_finished_seed_when_a_later_step_fails(tiny_inter_file, tmp_path, monkeypatch):
+    def broken(result):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(SR, "markdown", broken)
+    out = tmp_path / "run"
+    rc = main(["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
+               "--epochs", "1", "--batch-size", "16", "--seeds", "0,1", "--out", str(out), "--quiet"])
+    assert rc != 0 and not out.exists()
+    lines = [json.loads(x) for x in (tmp_path / "run.progress.jsonl").read_text().splitlines()]
+    assert [x["run"]["seed"] for x in lines] == [0, 1] and lines[0]["config"]["model"] == "gru4rec"
+    assert "ndcg@10" in lines[1]["run"]["test"]["metrics"]
+
+
 def test_seed_runs_merge_into_one_aggregate(tiny_inter_file, tmp_path, capsys):
     """Seeds trained separately merge to exactly what one multi-seed run reports."""
     both = seq.run(tiny_cfg(tiny_inter_file, seeds=(0, 1)), log=lambda m: None)
@@ -86,6 +117,7 @@ def test_cli_train_recommend_evaluate(tiny_inter_file, tmp_path, capsys):
     assert result["config"]["model_config"]["hidden"] == 16
     assert (out / "results.md").is_file()
     assert not (tmp_path / "cli-run.state").exists()   # resume state is dropped once results are written
+    assert not (tmp_path / "cli-run.progress.jsonl").exists()   # so is the per-seed record
     assert main(["recommend", str(out / "gru4rec-seed0.pt"), "--user", "u3", "-k", "3"]) == 0
     assert "1." in capsys.readouterr().out
     assert main(["evaluate", str(out / "gru4rec-seed0.pt"), "--eval-mode", "sampled", "--negatives", "5"]) == 0

@@ -103,6 +103,9 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
           source) -> None:
     """Train MODEL with early stopping on validation; test once; write a report and checkpoints.
 
+    Each seed's result is appended to OUT.progress.jsonl as soon as it is tested (removed once the
+    report is written), and training state is kept per epoch in OUT.state: a killed run resumes.
+
     rr-bert4rec is BERT4Rec over items plus frequent item pairs merged on the histories it reads
     (--set vocab_ratio=1.5); with --epsilon it is Mu & Lim's method on privacy-filtered histories."""
     import shutil
@@ -114,7 +117,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     from privrec.models import check_config
     from privrec.release.folder import check_replaceable
     from privrec.training.trainer import TrainConfig, resolve_device
-    from privrec.utils.io import atomic_dir
+    from privrec.utils.io import append_json_line, atomic_dir
 
     model = model.lower()
     if threads is not None:
@@ -168,10 +171,14 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
             not (f.suffix == ".pt" or f.name.startswith(".")) for f in state_dir.iterdir())):
         raise ParameterError(f"{state_dir} holds files privrec did not write (it keeps training state there and "
                              "deletes the folder when done); move them or choose another --out")
+    # each seed's result as soon as it is tested: a durable record while later seeds still train
+    progress = Path(str(out_dir).rstrip("/") + ".progress.jsonl")
+    record = lambda run: append_json_line(progress, {"config": cfg.to_dict(), "run": run})
     with atomic_dir(out_dir) as tmp:
-        result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir)
+        result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir, on_run=record)
         write_report(tmp, result, SR.markdown(result))
     shutil.rmtree(state_dir, ignore_errors=True)
+    progress.unlink(missing_ok=True)                  # the report holds every seed now
     click.echo(f"\n{result['protocol']}, test split, {len(cfg.seeds)} seed(s):")
     click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], SR.summary_rows(result, cfg.eval.ks)))
     if result.get("privacy"):

@@ -23,7 +23,6 @@ rest, the same way for every paper:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ import numpy as np
 
 from privrec.errors import ParameterError
 from privrec.experiments.caps import epochs_run, reusable, stopped_early
+from privrec.utils.io import append_json_line
 from privrec.utils.repro import environment, lock_digest
 
 Log = Callable[[str], None]
@@ -195,17 +195,7 @@ def recorded_keys(path: Path) -> set[str]:
 
 def append_progress(path: Path, fingerprint: str, record: RunRecord) -> None:
     """One JSON line per finished run, flushed and fsynced (a crash loses at most the run in flight)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cut = False                                       # a line cut by a crash must not swallow this one
-    if path.exists() and path.stat().st_size > 0:
-        with open(path, "rb") as fh:
-            fh.seek(-1, os.SEEK_END)
-            cut = fh.read(1) != b"\n"
-    line = json.dumps({"fingerprint": fingerprint, "key": record.key, "run": record.to_dict()}, default=float)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(("\n" if cut else "") + line + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    append_json_line(path, {"fingerprint": fingerprint, "key": record.key, "run": record.to_dict()})
 
 
 # ------------------------------------------------------------------------------------ execute

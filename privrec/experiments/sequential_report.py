@@ -15,14 +15,19 @@ TIME_ORDER = {"exact": "exact timestamps (ties in file order)",
 
 
 def aggregates(runs: list[dict]) -> dict:
-    """Test and best-validation metrics, mean ± std over the runs (seeds)."""
-    return {"test": aggregate(r["test"]["metrics"] for r in runs),
-            "valid": aggregate(r["fit"]["best_valid"]["metrics"] for r in runs if r["fit"]["best_valid"])}
+    """Test and best-validation metrics, mean ± std over the runs (seeds); with every run also tested
+    under the other history masking, those metrics too (``test_other_masking``)."""
+    out = {"test": aggregate(r["test"]["metrics"] for r in runs),
+           "valid": aggregate(r["fit"]["best_valid"]["metrics"] for r in runs if r["fit"]["best_valid"])}
+    if runs and all("test_other_masking" in r for r in runs):
+        out["test_other_masking"] = aggregate(r["test_other_masking"]["metrics"] for r in runs)
+    return out
 
 
-def summary_rows(result: dict, ks: tuple[int, ...] | None = None) -> list[list[str]]:
-    """One row per cut-off (default: those of the run, at most 10 and 20 where computed)."""
-    agg = result["aggregate"]["test"]
+def summary_rows(result: dict, ks: tuple[int, ...] | None = None, which: str = "test") -> list[list[str]]:
+    """One row per cut-off (default: those of the run, at most 10 and 20 where computed); ``which``:
+    ``test`` or ``test_other_masking`` (the same checkpoints under the other history masking)."""
+    agg = result["aggregate"][which]
     done = sorted({int(name.split("@")[1]) for name in agg})
     if ks is None:
         ks = tuple(k for k in done if k in (10, 20)) or tuple(done)
@@ -44,6 +49,7 @@ def markdown(result: dict) -> str:
         "",
         markdown_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], summary_rows(result)),
         "",
+        *_other_masking(result),
         f"Data after preprocessing {cfg['preprocessing']}: {ds['users']:,} users, {ds['items']:,} items, "
         f"{ds['interactions']:,} interactions; equal-time items ordered by "
         f"{TIME_ORDER[cfg.get('time_precision', 'exact')]}.",
@@ -91,6 +97,17 @@ def markdown(result: dict) -> str:
     lines += ["", f"privrec {env['privrec']} (git {env['git_commit']}), torch {env['torch']}, numpy {env['numpy']}, "
                   f"Python {env['python']}; total {result['seconds']} s."]
     return "\n".join(lines) + "\n"
+
+
+def _other_masking(result: dict) -> list[str]:
+    """The same checkpoints tested under the other history masking, labelled (RecBole does not mask
+    a sequential model's history; privrec's default does: the two are not comparable numbers)."""
+    if "test_other_masking" not in result["aggregate"]:
+        return []
+    label = result["runs"][0]["test_other_masking"]["protocol"]
+    return [f"The same checkpoints under {label} (a different protocol; do not compare across the two):", "",
+            markdown_table(["model", "K", "NDCG", "HR", "Recall", "MRR"],
+                           summary_rows(result, which="test_other_masking")), ""]
 
 
 def _privacy_lines(privacy: dict | None) -> list[str]:

@@ -142,6 +142,25 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
     return write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
 
 
+def append_json_line(path: str | os.PathLike, obj: Any) -> Path:
+    """Append ``obj`` as one JSON line, flushed and fsynced: a crash loses at most the line being
+    written, and a line cut by an earlier crash is closed first so it cannot swallow this one
+    (readers skip lines that do not parse)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cut = False
+    if path.exists() and path.stat().st_size > 0:
+        with open(path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            cut = fh.read(1) != b"\n"
+    line = json.dumps(obj, default=_json_default)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(("\n" if cut else "") + line + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return path
+
+
 def _json_default(obj: Any) -> Any:
     import numpy as np
 
