@@ -48,7 +48,8 @@ def test_runs_are_also_tested_under_the_other_masking_and_reported_as_they_finis
     """Each seed's checkpoint is tested under both history maskings (labelled apart), and each seed's
     result reaches ``on_run`` as soon as it is tested, before later seeds train."""
     seen = []
-    res = seq.run(tiny_cfg(tiny_inter_file, seeds=(0, 1)), log=lambda m: None, on_run=seen.append)
+    res = seq.run(tiny_cfg(tiny_inter_file, seeds=(0, 1)), log=lambda m: None, on_run=seen.append,
+                  both_maskings=True)
     assert [r["seed"] for r in seen] == [0, 1] and seen == res["runs"]
     for r in res["runs"]:
         assert r["test"]["protocol"] == "full ranking (history masked)"
@@ -59,6 +60,8 @@ def test_runs_are_also_tested_under_the_other_masking_and_reported_as_they_finis
         np.mean([r["test_other_masking"]["metrics"]["ndcg@10"] for r in res["runs"]]))
     text = SR.markdown(res)
     assert "The same checkpoints under full ranking (history not masked)" in text
+    plain = seq.run(tiny_cfg(tiny_inter_file), log=lambda m: None)     # the paper pipelines do not ask for it
+    assert "test_other_masking" not in plain["runs"][0] and "test_other_masking" not in plain["aggregate"]
 
 
 def test_cli_train_keeps_each_finished_seed_when_a_later_step_fails(tiny_inter_file, tmp_path, monkeypatch):
@@ -73,6 +76,7 @@ def test_cli_train_keeps_each_finished_seed_when_a_later_step_fails(tiny_inter_f
     lines = [json.loads(x) for x in (tmp_path / "run.progress.jsonl").read_text().splitlines()]
     assert [x["run"]["seed"] for x in lines] == [0, 1] and lines[0]["config"]["model"] == "gru4rec"
     assert "ndcg@10" in lines[1]["run"]["test"]["metrics"]
+    assert all("test_other_masking" in x["run"] for x in lines)       # train tests both maskings
 
 
 def test_seed_runs_merge_into_one_aggregate(tiny_inter_file, tmp_path, capsys):

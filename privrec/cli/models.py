@@ -175,7 +175,8 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     progress = Path(str(out_dir).rstrip("/") + ".progress.jsonl")
     record = lambda run: append_json_line(progress, {"config": cfg.to_dict(), "run": run})
     with atomic_dir(out_dir) as tmp:
-        result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir, on_run=record)
+        result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir, on_run=record,
+                         both_maskings=True)
         write_report(tmp, result, SR.markdown(result))
     shutil.rmtree(state_dir, ignore_errors=True)
     progress.unlink(missing_ok=True)                  # the report holds every seed now
