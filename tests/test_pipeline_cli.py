@@ -79,6 +79,34 @@ def test_cli_train_keeps_each_finished_seed_when_a_later_step_fails(tiny_inter_f
     assert all("test_other_masking" in x["run"] for x in lines)       # train tests both maskings
 
 
+def test_progress_records_of_a_run_that_never_reported_merge_with_reports(tiny_inter_file, tmp_path, monkeypatch):
+    """Seeds trained apart (one --out each, e.g. in parallel or across sessions): a written report and
+    the progress records of a run that never wrote its own merge to what one multi-seed run reports."""
+    args = ["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
+            "--epochs", "1", "--batch-size", "16", "--quiet"]
+    assert main([*args, "--seeds", "0,1", "--out", str(tmp_path / "both")]) == 0
+    assert main([*args, "--seeds", "1", "--out", str(tmp_path / "one")]) == 0
+    markdown = SR.markdown
+    monkeypatch.setattr(SR, "markdown", lambda result: (_ for _ in ()).throw(OSError("disk full")))
+    assert main([*args, "--seeds", "0", "--out", str(tmp_path / "zero")]) != 0
+    records = tmp_path / "zero.progress.jsonl"
+    line = records.read_text().splitlines()[0]
+    assert json.loads(line)["environment"]["lock_sha256"]             # records carry their environment
+    records.write_text(line + "\n" + line + "\n{cut by a cra")          # tested twice (a resume), then a cut line
+    monkeypatch.setattr(SR, "markdown", markdown)
+    assert main(["results", "merge", str(records), str(tmp_path / "one" / "results.json"),
+                 "--out", str(tmp_path / "m")]) == 0
+    merged = json.loads((tmp_path / "m" / "results.json").read_text())
+    both = json.loads((tmp_path / "both" / "results.json").read_text())
+    assert merged["config"]["seeds"] == [0, 1] and merged["dataset"] == both["dataset"]
+    assert merged["aggregate"]["test"] == both["aggregate"]["test"]
+    assert merged["aggregate"]["test_other_masking"] == both["aggregate"]["test_other_masking"]
+    assert "checkpoint" not in merged["runs"][0] and merged["runs"][1]["checkpoint"] == "gru4rec-seed1.pt"
+    (tmp_path / "empty.progress.jsonl").write_text("{cut\n")
+    assert main(["results", "merge", str(tmp_path / "empty.progress.jsonl"), "--out", str(tmp_path / "x")]) == 2
+    assert not (tmp_path / "x").exists()
+
+
 def test_seed_runs_merge_into_one_aggregate(tiny_inter_file, tmp_path, capsys):
     """Seeds trained separately merge to exactly what one multi-seed run reports."""
     both = seq.run(tiny_cfg(tiny_inter_file, seeds=(0, 1)), log=lambda m: None)

@@ -118,6 +118,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     from privrec.release.folder import check_replaceable
     from privrec.training.trainer import TrainConfig, resolve_device
     from privrec.utils.io import append_json_line, atomic_dir
+    from privrec.utils.repro import environment
 
     model = model.lower()
     if threads is not None:
@@ -173,7 +174,8 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
                              "deletes the folder when done); move them or choose another --out")
     # each seed's result as soon as it is tested: a durable record while later seeds still train
     progress = Path(str(out_dir).rstrip("/") + ".progress.jsonl")
-    record = lambda run: append_json_line(progress, {"config": cfg.to_dict(), "run": run})
+    env = environment()
+    record = lambda run: append_json_line(progress, {"config": cfg.to_dict(), "run": run, "environment": env})
     with atomic_dir(out_dir) as tmp:
         result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir, on_run=record,
                          both_maskings=True)
@@ -230,7 +232,6 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     """Re-evaluate a saved model on its dataset's split (e.g. with sampled ranking)."""
     import numpy as np
 
-    from privrec.data.preprocess import Preprocessing
     from privrec.evaluation.evaluator import evaluate as run_eval
     from privrec.experiments import sequential as seq
     from privrec.experiments.report import text_table
@@ -250,8 +251,7 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
                                  "training ran in; run evaluate from that folder")
         click.echo(f"note: reading {dataset!r} relative to {Path.cwd()} (the checkpoint stores a relative path)",
                    err=True)
-    inter, split = seq.prepare(dataset, Preprocessing(**cfg["preprocessing"]), cfg["split"],
-                               cfg.get("time_precision", "exact"))    # checkpoints before it: exact times
+    inter, split = seq.data_of(cfg)
     if len(inter.items.tokens) != len(trained.items.tokens) or not np.array_equal(
             inter.items.tokens.astype(str), trained.items.tokens.astype(str)):
         raise ParameterError(f"{checkpoint}: the dataset {cfg['dataset']!r} no longer matches the model's item ids")

@@ -19,17 +19,28 @@ def results() -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder for the merged results.json/.md.")
 def merge(files: tuple[str, ...], out: str) -> None:
-    """Merge `privrec train` results.json FILES of one configuration (different seeds) into one
-    report with mean ± std over all seeds."""
+    """Merge `privrec train` results of one configuration (different seeds) into one report with
+    mean ± std over all seeds. FILES: results.json reports, or OUT.progress.jsonl records of seeds
+    whose run never wrote its report (e.g. seeds trained in parallel, one --out each)."""
+    from privrec.experiments import sequential as seq
     from privrec.experiments import sequential_report as SR
     from privrec.experiments.report import text_table, write_report
+    from privrec.utils.io import read_json_lines
 
     loaded = []
     for f in files:
+        if f.endswith(".jsonl"):
+            records = read_json_lines(f)
+            if not records or not isinstance(records[0].get("config"), dict):
+                raise DataFormatError(f"{f}: no progress record of `privrec train` in it")
+            inter, _ = seq.data_of(records[0]["config"])
+            loaded.append(SR.result_from_progress(records, seq.dataset_summary(inter), source=f))
+            continue
         try:
             loaded.append(json.loads(Path(f).read_text(encoding="utf-8")))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataFormatError(f"{f}: not a results.json ({exc}); pass the results.json written by `privrec train`") from None
+            raise DataFormatError(f"{f}: not a results.json ({exc}); pass the results.json written by `privrec train` "
+                                  "or its OUT.progress.jsonl") from None
     merged = SR.merge_seeds(loaded)
     write_report(out, merged, SR.markdown(merged))
     click.echo(f"{merged['protocol']}, test split, seeds {merged['config']['seeds']}:")

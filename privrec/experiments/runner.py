@@ -22,7 +22,6 @@ rest, the same way for every paper:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ import numpy as np
 
 from privrec.errors import ParameterError
 from privrec.experiments.caps import epochs_run, reusable, stopped_early
-from privrec.utils.io import append_json_line
+from privrec.utils.io import append_json_line, read_json_lines
 from privrec.utils.repro import environment, lock_digest
 
 Log = Callable[[str], None]
@@ -158,16 +157,8 @@ def caps(exp: Experiment, specs: Sequence[RunSpec]) -> dict[str, tuple[int, int,
 def load_progress(path: Path, fingerprint: str | dict[str, str]) -> dict[str, RunRecord]:
     """Finished runs of this fingerprint (or, given ``{key: fingerprint}``, of each key's own; the
     last line of a key wins); cut lines are skipped."""
-    if not path.exists():
-        return {}
     out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue                                  # a line cut by a crash: that run is redone
-        if not isinstance(rec, dict):
-            continue
+    for rec in read_json_lines(path):                 # a line cut by a crash is skipped: that run is redone
         want = fingerprint if isinstance(fingerprint, str) else fingerprint.get(rec.get("key"))
         if want is not None and rec.get("fingerprint") == want:
             run = RunRecord.from_dict(rec["run"], rec["key"])
@@ -180,17 +171,7 @@ def load_progress(path: Path, fingerprint: str | dict[str, str]) -> dict[str, Ru
 
 def recorded_keys(path: Path) -> set[str]:
     """Every run key with a line in the progress file, whatever its fingerprint."""
-    if not path.exists():
-        return set()
-    keys = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("key"), str):
-            keys.add(rec["key"])
-    return keys
+    return {rec["key"] for rec in read_json_lines(path) if isinstance(rec.get("key"), str)}
 
 
 def append_progress(path: Path, fingerprint: str, record: RunRecord) -> None:

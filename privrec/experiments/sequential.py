@@ -151,6 +151,18 @@ def prepare(dataset: str, preprocessing: Preprocessing, split: str,
     return inter, make_split(to_sequences(inter), split)
 
 
+def data_of(config: dict) -> tuple[Interactions, Split]:
+    """The data and split a stored configuration (``results.json``, a progress record, a checkpoint's
+    meta) was trained on; configurations written before ``time_precision`` existed used exact times."""
+    return prepare(config["dataset"], Preprocessing(**config["preprocessing"]), config["split"],
+                   config.get("time_precision", "exact"))
+
+
+def dataset_summary(inter: Interactions) -> dict:
+    """What a result records about its data (counts and sparsity; field lists left out)."""
+    return {k: v for k, v in inter.summary().items() if k not in ("user_fields", "item_fields")}
+
+
 def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[[str], None] = print,
         data: tuple[Interactions, Split] | None = None, state_dir: str | Path | None = None,
         release_dir: str | Path | None = None, state_file: str | Path | None = None,
@@ -256,7 +268,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     result = {
         "kind": "sequential",
         "config": cfg.to_dict(),
-        "dataset": {k: v for k, v in inter.summary().items() if k not in ("user_fields", "item_fields")},
+        "dataset": dataset_summary(inter),
         "protocol": cfg.eval.label,
         "runs": runs,
         "aggregate": aggregates(runs),

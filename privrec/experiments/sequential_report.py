@@ -1,6 +1,6 @@
 """Reports of ``privrec train`` results (one sequential config, one or more seeds): the Markdown
 report with every guarantee the runs were trained under, summary rows, and merging seed runs
-trained apart (``privrec results merge``)."""
+trained apart (``privrec results merge``), from reports or from the per-seed progress records."""
 
 from __future__ import annotations
 
@@ -130,6 +130,38 @@ def _comparable(config: dict) -> dict:
         for key in ("seed", "progress", "device"):
             c.get(part, {}).pop(key, None)
     return c
+
+
+def result_from_progress(records: Sequence[dict], dataset: dict, source: str = "progress records") -> dict:
+    """A result shaped like :func:`privrec.experiments.sequential.run`'s from the per-seed lines
+    ``privrec train`` appends to ``OUT.progress.jsonl`` (``config``, ``run``, ``environment``): the
+    seeds of a run that never wrote its report (killed for good, or trained across machines or
+    sessions) can then be merged. ``dataset``: the summary of the data the configuration names (the
+    lines do not carry it; the caller rebuilds it). A seed recorded twice (a resumed run tests its
+    finished seed again) keeps its last line; checkpoints were never written next to the records, so
+    runs name none. Lines written before records carried their environment say "not recorded"."""
+    records = [r for r in records if isinstance(r.get("config"), dict) and isinstance(r.get("run"), dict)]
+    if not records:
+        raise ParameterError(f"{source}: no progress record (lines with 'config' and 'run' written by `privrec train`)")
+    base = _comparable(records[0]["config"])
+    by_seed = {}
+    for r in records:
+        if _comparable(r["config"]) != base:
+            raise ParameterError(f"{source}: records of different configurations; give one run's progress file")
+        by_seed[r["run"]["seed"]] = r
+    runs = [{k: v for k, v in by_seed[s]["run"].items() if k != "checkpoint"} for s in sorted(by_seed)]
+    missing = dict.fromkeys(("privrec", "git_commit", "lock_sha256", "python", "torch", "numpy"), "not recorded")
+    config = records[0]["config"]
+    return {
+        "kind": "sequential",
+        "config": {**config, "seeds": [r["seed"] for r in runs]},
+        "dataset": dataset,
+        "protocol": config["eval"]["label"],
+        "runs": runs,
+        "aggregate": aggregates(runs),
+        "seconds": round(sum(float(r["fit"]["seconds"]) for r in runs), 1),
+        "environment": records[-1].get("environment") or missing,
+    }
 
 
 def merge_seeds(results: Sequence[dict]) -> dict:

@@ -161,6 +161,23 @@ def append_json_line(path: str | os.PathLike, obj: Any) -> Path:
     return path
 
 
+def read_json_lines(path: str | os.PathLike) -> list[dict]:
+    """The JSON objects of a file written by :func:`append_json_line`, in order; a line cut by a
+    crash (or anything that is not a JSON object) is skipped. A missing file reads as no lines."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
 def _json_default(obj: Any) -> Any:
     import numpy as np
 
