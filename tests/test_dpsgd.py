@@ -108,3 +108,40 @@ def test_sequential_run_with_dpsgd_states_its_guarantee():
     assert "DP-SGD: epsilon" in markdown(res)
     with pytest.raises(ParameterError):
         SequentialConfig(dpsgd_epsilon=-1.0)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_a_resumed_optimizer_continues_the_noise_stream_and_never_replays_it():
+    """DP-SGD's accounting composes independent Gaussians: a resumed run must draw the noise the
+    uninterrupted run would have drawn next, and never epoch 1's noise again (a state without the
+    generator, or from another device type, gets a stream of its own)."""
+    from privrec.models import build
+
+    def fresh():
+        torch.manual_seed(0)
+        model = build("srgnn", n_items=15, max_len=5, hidden=8)
+        return model, D.make_private(model, torch.optim.Adam(model.parameters()), 1.0, 1.0, 6, seed=3)
+
+    model, opt = fresh()
+    assert opt.generator.device == next(model.parameters()).device
+    batch = D.PoissonTask(_task(), 1.0).train_batch(np.arange(6))
+    for _ in range(2):
+        opt.zero_grad()
+        model.loss(batch).backward()
+        opt.step()
+    saved = opt.state_dict()
+    after = torch.randn(8, generator=opt.generator)             # what the uninterrupted run draws next
+    first = torch.randn(8, generator=torch.Generator().manual_seed(3))
+
+    _, resumed = fresh()
+    resumed.load_state_dict(saved)
+    torch.testing.assert_close(torch.randn(8, generator=resumed.generator), after, rtol=0, atol=0)
+
+    legacy = {k: v for k, v in saved.items() if k not in ("noise_generator", "noise_device")}
+    _, old = fresh()
+    old.load_state_dict(legacy)
+    replay = torch.randn(8, generator=old.generator)
+    assert not torch.equal(replay, first) and not torch.equal(replay, after)
+    _, again = fresh()
+    again.load_state_dict(legacy)                                # still reproducible
+    torch.testing.assert_close(torch.randn(8, generator=again.generator), replay, rtol=0, atol=0)

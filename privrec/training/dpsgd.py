@@ -8,9 +8,14 @@ That is *not* DIPSGNN's edge level (one transition count of a user's graph) nor 
 transition lies in up to max_len - 1 prefixes and a user owns all of theirs, so user-level
 protection is group privacy over every sample of the user (much weaker). The guarantee says so.
 
-Reproducibility: the Poisson draws follow the trainer's seeded batch generator and the noise a
-generator seeded by ``seed``; the noise generator's state is not in the saved training state, so a
-resumed run draws other (equally private) noise.
+Reproducibility and resumption: the Poisson draws follow the trainer's seeded batch generator and the
+noise a generator seeded by ``seed`` on the model's device (CPU or CUDA). The noise generator's state
+travels in the optimizer's ``state_dict``, so a resumed run draws exactly the noise it would have drawn.
+**No noise is ever drawn twice**: the analysis composes *independent* Gaussians, and a resumed run that
+re-seeded with ``seed`` would repeat epoch 1's noise vectors (two updates with the same noise subtract to
+a noise-free gradient sum). Where the saved state cannot be restored (a state saved before it was kept,
+or on another device type), the generator is re-seeded from ``(seed, optimizer steps taken)``, a stream
+of its own, and the run's noise is fresh rather than replayed.
 
 Wiring: :func:`make_private` attaches Opacus' per-sample-gradient hooks to the model and wraps the
 optimizer in Opacus' ``DPOptimizer``; :class:`PoissonTask` draws the batches. Both plug into the
@@ -132,17 +137,40 @@ class PoissonTask:
         return self.steps_per_epoch
 
 
+def _resume_seed(seed: int, optimizer_state: dict) -> int:
+    """A seed of its own for a resumed run whose noise state is lost: (seed, steps taken so far)."""
+    steps = [int(v["step"]) for v in optimizer_state.get("state", {}).values() if "step" in v]
+    return int(np.random.SeedSequence([seed, max(steps, default=0), 0x5EED]).generate_state(1, np.uint64)[0] >> 1)
+
+
 def make_private(model: torch.nn.Module, optimizer: torch.optim.Optimizer, noise_multiplier: float,
                  max_grad_norm: float, expected_batch_size: int, seed: int = 0):
     """Opacus' per-sample-gradient hooks on ``model`` and its ``DPOptimizer`` around ``optimizer``
     (clip each sample's gradient to ``max_grad_norm``, add N(0, (z C)^2), divide by the expected
-    batch size). The model's loss must be a mean over samples with the batch as the leading axis."""
+    batch size). The model's loss must be a mean over samples with the batch as the leading axis.
+    The noise generator lives on the model's device and its state is part of the optimizer's
+    ``state_dict`` (see the module docstring: a resumed run never repeats noise)."""
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
+    class _DPOptimizer(DPOptimizer):
+        def state_dict(self):
+            return {**super().state_dict(), "noise_generator": self.generator.get_state(),
+                    "noise_device": self.generator.device.type}
+
+        def load_state_dict(self, state_dict) -> None:
+            state_dict = dict(state_dict)
+            saved, where = state_dict.pop("noise_generator", None), state_dict.pop("noise_device", None)
+            super().load_state_dict(state_dict)
+            if saved is not None and where == self.generator.device.type:
+                self.generator.set_state(saved)
+            else:                                   # never replay epoch 1's noise: a stream of its own
+                self.generator.manual_seed(_resume_seed(seed, state_dict))
+
+    device = next(model.parameters()).device
     hooks = GradSampleModule(model, loss_reduction="mean")
-    dp = DPOptimizer(optimizer, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
-                     expected_batch_size=expected_batch_size, loss_reduction="mean",
-                     generator=torch.Generator().manual_seed(seed))
+    dp = _DPOptimizer(optimizer, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
+                      expected_batch_size=expected_batch_size, loss_reduction="mean",
+                      generator=torch.Generator(device=device).manual_seed(seed))
     dp.grad_sample_module = hooks            # keep the hooks' owner alive with the optimizer
     return dp
