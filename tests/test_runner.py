@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from privrec.experiments.runner import RunRecord, RunSpec, execute, progress_path
 
@@ -127,3 +128,23 @@ def test_a_smaller_grid_says_which_recorded_runs_its_report_leaves_out(tmp_path)
     execute(Toy({"a": 1, "b": 1}), out, log=logs.append, train_missing=False)   # the full grid: no note
     assert not any(m.startswith("note:") for m in logs)
 
+
+
+def test_reports_say_which_runs_finished_on_a_gpu():
+    """Runs record where they trained; a report names those that finished on a GPU (older records
+    without the field: a CUDA build of torch), and says nothing when every run was on the CPU."""
+    from privrec.experiments.runner import Outcome, environment_note, trained_on
+    from privrec.utils.repro import environment, lock_digest
+
+    env = environment()
+    assert env["accelerator"] == trained_on(env)
+    cpu = {"lock_sha256": lock_digest(), "torch": "2.13.0+cpu", "accelerator": "cpu"}
+    h200 = {**cpu, "torch": "2.11.0+cu130", "accelerator": "NVIDIA H200"}
+    legacy = {k: v for k, v in h200.items() if k != "accelerator"}
+    recs = [RunRecord(key=k, seed=0, labels={}, fit={}, metrics={}, environment=e)
+            for k, e in (("a", cpu), ("b", h200), ("c", legacy))]
+    assert [trained_on(r.environment) for r in recs] == ["cpu", "NVIDIA H200", "GPU (torch 2.11.0+cu130)"]
+    note = "\n".join(environment_note(Outcome(recs, [], Path("p"), [])))
+    assert "2 of 3 runs finished on a GPU" in note and "NVIDIA H200: `b`" in note and "`c`" in note
+    assert "`a`" not in note and "another lock" not in note
+    assert environment_note(Outcome(recs[:1], [], Path("p"), [])) == []

@@ -290,14 +290,38 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
     return Outcome(records, missing, progress, other)
 
 
+def trained_on(env: dict) -> str:
+    """Where a run finished: its recorded accelerator, or for records older than that field a CUDA
+    build of torch (``+cu`` in its version: such runs were trained on a lent GPU), else ``"cpu"``."""
+    if env.get("accelerator"):
+        return env["accelerator"]
+    return f"GPU (torch {env['torch']})" if "+cu" in str(env.get("torch") or "") else "cpu"
+
+
+def _keys(keys: list[str]) -> str:
+    return ", ".join(f"`{k}`" for k in keys[:4]) + (" …" if len(keys) > 4 else "")
+
+
 def environment_note(outcome: Outcome) -> list[str]:
-    """Report lines saying which runs finished under another lock (different pinned releases)."""
-    if not outcome.other_lock:
-        return []
-    return [f"**Environment:** {len(outcome.other_lock)} of {len(outcome.records)} runs finished under another "
-            f"lock than this checkout's ({lock_digest()}): "
-            + ", ".join(f"`{k}`" for k in outcome.other_lock[:4]) + (" …" if len(outcome.other_lock) > 4 else "")
-            + ". Their numbers came from other pinned releases (see each run's `environment` in results.json).", ""]
+    """Report lines saying which runs finished under another lock (different pinned releases) and
+    which on a GPU (other kernels and noise streams: the same seed is not bit-identical to a CPU run)."""
+    lines = []
+    if outcome.other_lock:
+        lines += [f"**Environment:** {len(outcome.other_lock)} of {len(outcome.records)} runs finished under "
+                  f"another lock than this checkout's ({lock_digest()}): {_keys(outcome.other_lock)}. Their numbers "
+                  "came from other pinned releases (see each run's `environment` in results.json).", ""]
+    gpu: dict[str, list[str]] = {}
+    for r in outcome.records:
+        where = trained_on(r.environment)
+        if where != "cpu":
+            gpu.setdefault(where, []).append(r.key)
+    if gpu:
+        n = sum(len(k) for k in gpu.values())
+        lines += [f"**Hardware:** {n} of {len(outcome.records)} runs finished on a GPU ("
+                  + "; ".join(f"{where}: {_keys(keys)}" for where, keys in gpu.items())
+                  + "), the others on CPU. A seed's GPU run draws from other kernels and noise streams than its "
+                  "CPU run would: equally valid, not bit-identical.", ""]
+    return lines
 
 
 def fit_and_test(model, task, train_cfg, sampled, full, seed: int, state: Path | None, tag: str,

@@ -114,4 +114,14 @@ def environment() -> dict:
             info[mod] = str(__import__(mod).__version__)
         except (ImportError, AttributeError):
             info[mod] = None
+    info["accelerator"] = accelerator()
     return info
+
+
+def accelerator() -> str:
+    """The GPU that ``--device auto`` trains on here (its name), or ``"cpu"``."""
+    try:
+        import torch
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    except Exception:  # a broken CUDA setup trains on the CPU
+        return "cpu"
