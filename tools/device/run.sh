@@ -4,8 +4,9 @@
 #   T=480 bash tools/device/run.sh 'reproduce dipsgnn --out results/x-s1 --seeds 1' 'reproduce …' …
 # Each command runs under `timeout $T` (default 480 s) with --device auto (CUDA); every run saves its state
 # after each epoch and its record when it ends, so a command cut by the timeout keeps its finished runs.
-# Back in $OUT: log<i> per command, and results.tar with results/*.progress.jsonl, every --out folder
-# and its .state/ (unpack it here with `tar xf`, then merge: see the README's "On a GPU" paragraph).
+# Back in $OUT: log<i> per command, results.tar with each --out folder and its OUT.progress.jsonl, and
+# states.tar with the OUT.state/ folders of unfinished runs (apart: the tool returns files up to 16 MB,
+# and states are the large part). Unpack here with `tar xf`, then merge: see the README's "On a GPU".
 set -uo pipefail
 src=.device
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$src"/wheels/*.whl || exit 1
@@ -20,12 +21,17 @@ T=${T:-480}; i=0; outs=(); cmds=("$@")
 for cmd in "$@"; do
   # shellcheck disable=SC2086
   timeout "$T" python3 -m privrec $cmd > "$OUT/log$i" 2>&1 &
-  o=$(sed -n 's/.*--out[ =]\([^ ]*\).*/\1/p' <<< "$cmd"); [ -n "$o" ] && outs+=("$o" "$o.state" "$o.progress.jsonl")
+  o=$(sed -n 's/.*--out[ =]\([^ ]*\).*/\1/p' <<< "$cmd"); [ -n "$o" ] && outs+=("$o")
   i=$((i + 1))
 done
 wait
-existing=(); for p in "${outs[@]}"; do [ -e "$p" ] && existing+=("$p"); done
-[ ${#existing[@]} -gt 0 ] && tar cf "$OUT/results.tar" "${existing[@]}"
+results=(); states=()
+for o in "${outs[@]}"; do
+  for p in "$o" "$o.progress.jsonl"; do [ -e "$p" ] && results+=("$p"); done
+  [ -d "$o.state" ] && states+=("$o.state")
+done
+[ ${#results[@]} -gt 0 ] && tar cf "$OUT/results.tar" "${results[@]}"
+[ ${#states[@]} -gt 0 ] && tar cf "$OUT/states.tar" "${states[@]}"
 for ((j = 0; j < i; j++)); do
   echo "== $j: ${cmds[$j]}"; tr '\r' '\n' < "$OUT/log$j" | grep -a "best epoch\|error\|Error\|report:" | tail -12
 done
