@@ -332,3 +332,36 @@ def test_sweep_only_runs_get_the_sweep_cap(data):
     assert sum(c == 5 for c in caps.values()) == len(caps) - len(cfg.methods)
     with pytest.raises(Exception, match="sweep_epochs"):
         PriCDRConfig(sweep_epochs=0)
+
+
+def test_training_states_leave_the_data_out_and_refuse_other_data(data, tmp_path):
+    """HeteroCDR's matrix and published source rows are the caller's data: a training state (and the best
+    weights in it) carries a digest of them, not the tensors; a resume with the same data continues to the
+    uninterrupted result, one with another release is refused."""
+    from privrec.errors import CheckpointError
+    from privrec.training.trainer import TrainConfig, Trainer
+
+    split = random_holdout(data.domain("B").sequences, 0)
+    pub = np.zeros((data.n_users + 1, data.domain("A").n_items))
+    pub[1:] = data.matrix("A").toarray()
+
+    def trainer(source, epochs):
+        torch.manual_seed(0)
+        model = _model("heterocdr", data, split, source, hidden=[16, 8])
+        cfg = TrainConfig(epochs=epochs, batch_size=64, lr=1e-2, patience=10, progress=False, seed=1, device="cpu")
+        return Trainer(model, task_for(model, split, data.domain("B").n_items, 0), cfg,
+                       EvalConfig(mode="full", ks=(10,), metrics=("hr", "ndcg"), mask_history=True))
+
+    whole = trainer(pub, 4).fit()
+    state = tmp_path / "run.state"
+    trainer(pub, 2).fit(state)
+    payload = torch.load(state, weights_only=True)
+    for weights in (payload["model"], payload["best_state"]):
+        assert "source" not in weights and "matrix" not in weights and "item_tower.0.weight" in weights
+    assert len(payload["data_digest"]) == 64
+    got = trainer(pub, 4).fit(state)
+    assert got.history == whole.history and got.best_valid.metrics == whole.best_valid.metrics
+    other = pub.copy()
+    other[1, 0] = 1 - other[1, 0]
+    with pytest.raises(CheckpointError, match="other input data"):
+        trainer(other, 6).fit(state)

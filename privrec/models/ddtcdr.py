@@ -27,6 +27,7 @@ from privrec.models.mf import PairModel, csr_rows, mlp
 
 class DDTCDR(PairModel):
     name = "ddtcdr"
+    data_buffers = ("source",)          # the caller's data, not learned: see privrec.training.model_state
 
     def __init__(self, n_users: int, n_items: int, n_source: int, dim: int = 64, hidden: tuple[int, ...] | list[int] = (64, 32),
                  alpha: float = 0.5, orth: float = 1.0, n_negatives: int = 4):

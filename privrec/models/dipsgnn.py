@@ -30,6 +30,7 @@ from privrec.privacy.graph import dipsgnn_step
 class APGNN(SRGNN):
     name = "apgnn"
     needs_features = True               # the trainer sets its feature buffer (true or epsilon1-LDP features)
+    data_buffers = ("features",)        # the caller's data, not learned: see privrec.training.model_state
 
     def __init__(self, n_items: int, n_users: int, n_features: int, max_len: int = 50, hidden: int = 100,
                  user_dim: int = 50, steps: int = 1, weighted: bool = True, user_ids: bool = False):

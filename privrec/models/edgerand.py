@@ -32,6 +32,7 @@ class EdgeRand(APGNN):
     name = "edgerand"
     normalise_graph = False
     needs_graphs = True                 # the experiment publishes the noisy user graphs and sets them
+    data_buffers = ("features", "published")
 
     def __init__(self, n_items: int, n_users: int, n_features: int, max_len: int = 50, hidden: int = 100,
                  user_dim: int = 50, steps: int = 1, user_ids: bool = False):

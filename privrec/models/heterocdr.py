@@ -35,6 +35,7 @@ from privrec.models.mf import DMF, mlp
 
 class HeteroCDR(DMF):
     name = "heterocdr"
+    data_buffers = ("matrix", "source")
 
     def __init__(self, n_users: int, n_items: int, n_source: int, hidden: tuple[int, ...] | list[int] = (500, 200),
                  alpha: float = 100.0, symmetric: bool = False, output: str = "relu"):

@@ -187,12 +187,14 @@ class NeuMF(PairModel):
 
 
 class DMF(PairModel):
-    """Rows of the users x items training matrix (a persistent buffer, set with :meth:`set_matrix`)
+    """Rows of the users x items training matrix (a buffer set with :meth:`set_matrix`; kept in a saved model,
+    left out of training states: ``data_buffers``)
     through the user tower, its columns through the item tower; predicted rating = cosine."""
 
     name = "dmf"
 
     OUTPUTS = ("remap", "relu")
+    data_buffers = ("matrix",)          # the caller's data, not learned: see privrec.training.model_state
 
     def __init__(self, n_users: int, n_items: int, hidden: tuple[int, ...] | list[int] = (500, 200),
                  output: str = "relu"):

@@ -34,6 +34,7 @@ import torch
 from privrec.errors import CheckpointError, ParameterError, TrainingError
 from privrec.evaluation.evaluator import EvalConfig, EvalResult, evaluate
 from privrec.models.base import Recommender
+from privrec.training.model_state import data_digest, data_keys, learned_state, load_learned_state
 from privrec.utils.io import atomic_path
 
 STATE_FORMAT = "privrec-train-state/1"
@@ -253,7 +254,7 @@ class Trainer:
                 row["valid"] = {k: round(v, 5) for k, v in result.metrics.items()}
                 if score > s["best_score"]:
                     s.update(best_score=score, best_epoch=epoch, best_metrics=dict(result.metrics),
-                             best_n_users=result.n_users, best_state=copy.deepcopy(self.model.state_dict()), waited=0)
+                             best_n_users=result.n_users, best_state=copy.deepcopy(learned_state(self.model)), waited=0)
                 else:
                     s["waited"] += 1
                 self.log(f"epoch {epoch:3d}  loss {loss:.4f}  valid {self.cfg.select_metric} {score:.4f}"
@@ -271,7 +272,7 @@ class Trainer:
             if s["stopped"]:
                 break
         if s["best_state"] is not None:
-            self.model.load_state_dict(s["best_state"])
+            load_learned_state(self.model, s["best_state"], "best weights")
         best_eval = (None if s["best_metrics"] is None else
                      EvalResult("valid", s["best_metrics"], s["best_n_users"], self.eval_cfg))
         return FitResult(s["best_epoch"], best_eval, epoch, s["history"], time.perf_counter() - start,
@@ -284,9 +285,17 @@ class Trainer:
         return {"train": d, "eval": self.eval_cfg.to_dict(), "model": type(self.model).__name__,
                 "model_config": self.model.config() if hasattr(self.model, "config") else None}
 
+    def _data_digest(self) -> str | None:
+        """:func:`data_digest` of the model, recomputed only when a data buffer was written since."""
+        keys = data_keys(self.model)
+        key = tuple((k, v._version, v.data_ptr()) for k, v in self.model.state_dict().items() if k in keys)
+        if getattr(self, "_digest", (None,))[0] != key:
+            self._digest = (key, data_digest(self.model))
+        return self._digest[1]
+
     def _save_state(self, path: Path, s: dict) -> None:
         payload = {"format": STATE_FORMAT, "config": json.dumps(self._state_config(), sort_keys=True, default=str),
-                   "model": _to_cpu(self.model.state_dict()),
+                   "model": _to_cpu(learned_state(self.model)), "data_digest": self._data_digest(),
                    "optimizer": self.optimizer.state_dict(), "numpy_rng": json.dumps(self.rng.bit_generator.state),
                    "hooks": [_to_cpu(h.state_dict()) for h in self.hooks], "epochs_trained": self.epochs_trained,
                    "torch_rng": torch.get_rng_state(),
@@ -314,7 +323,12 @@ class Trainer:
         if len(hooks) != len(self.hooks):
             raise CheckpointError(f"{path}: saved with {len(hooks)} training hook(s), this run has {len(self.hooks)}; "
                                   "delete it or pass another path")
-        self.model.load_state_dict(payload["model"])
+        saved_data = payload.get("data_digest")
+        if saved_data is not None and saved_data != self._data_digest():
+            raise CheckpointError(f"{path}: saved by a run on other input data (the model's data buffers differ: "
+                                  "another published matrix, graph or feature release); delete it or resume with "
+                                  "the same data")
+        load_learned_state(self.model, payload["model"], str(path))
         self.optimizer.load_state_dict(payload["optimizer"])
         for hook, state in zip(self.hooks, hooks):
             hook.load_state_dict(state)
