@@ -156,5 +156,5 @@ def test_gru4rec_trains_at_its_own_learning_rate_and_only_its_runs_change_finger
     exp = R.RRExperiment(R.RRConfig(), inter, split, tmp_path / "p")
     spec = {m: RunSpec(R.run_key(m, None, None, None, 0), 0, {"method": m, "epsilon": None, "alternatives": None,
                                                                "position": None}) for m in ("GRU4Rec", "BERT4Rec")}
-    assert exp.train_config("GRU4Rec").lr == 3e-3 and exp.train_config("BERT4Rec").lr == 1e-3
+    assert exp.train_config("GRU4Rec").lr == 3e-3 and exp.train_config("BERT4Rec").lr == 3e-3
     assert exp.fingerprint_of(spec["BERT4Rec"]) == exp.fingerprint() != exp.fingerprint_of(spec["GRU4Rec"])

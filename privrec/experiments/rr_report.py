@@ -157,7 +157,8 @@ def markdown(res: dict) -> str:
              f"BERT4Rec's protocol); 'full': against all items, history masked. Models read L = {cfg['max_len']} "
              f"positions (tokens for RR-BERT4Rec, vocabulary {cfg['vocab_ratio']}× the items). Alternatives: "
              f"{alt}. Adam lr {cfg['train']['lr']:g}"
-             + "".join(f", {m} lr {o['lr']:g}" for m, o in cfg.get("train_overrides", {}).items() if "lr" in o)
+             + "".join(f", {m} lr {o['lr']:g}" for m, o in cfg.get("train_overrides", {}).items()
+                       if "lr" in o and o["lr"] != cfg["train"]["lr"])
              + f", at most {cfg['train']['epochs']} epochs, patience {cfg['train']['patience']}."
              + (f" Quick run on {cfg['max_users']} users." if cfg["max_users"] else ""), "",
              "What is perturbed: each user's history before the test item, once, on the user side; training inputs "
