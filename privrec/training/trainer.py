@@ -153,6 +153,7 @@ class Trainer:
         self.hooks = list(hooks)
         self.rng = np.random.default_rng([cfg.seed, 1])     # batch order; its state is saved on resume
         self.epochs_trained = 0                              # by fit() and train_epochs() together
+        self._digest: tuple = (None, None)                   # (data buffers' versions, their digest): see _data_digest
 
     def _epoch(self, epoch: int) -> float:
         self.model.train()
@@ -289,7 +290,7 @@ class Trainer:
         """:func:`data_digest` of the model, recomputed only when a data buffer was written since."""
         keys = data_keys(self.model)
         key = tuple((k, v._version, v.data_ptr()) for k, v in self.model.state_dict().items() if k in keys)
-        if getattr(self, "_digest", (None,))[0] != key:
+        if self._digest[0] != key:
             self._digest = (key, data_digest(self.model))
         return self._digest[1]
 
