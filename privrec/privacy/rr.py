@@ -336,7 +336,8 @@ def positional_guarantee(epsilon: float, alt_map, *, p_outside: float = 0.1, win
     extra = {"p_outside": p1, "window_fraction": f, "window_position": pos, "infeasible": infeasible,
              "uniform_fallback_users": int(uniform.sum())}
     notes = ("RQ2 variant: replacement probability p1 outside and p2 inside a window of dn = round(f n) consecutive "
-             "items with (1-p1)^(n-dn) (1-p2)^dn = eps/(1+eps); users with p1 >= 1-(eps/(1+eps))^(1/n) "
+             "items with (1-p1)^(n-dn) (1-p2)^dn = eps/(1+eps); users with p1 >= 1-(eps/(1+eps))^(1/n) (no p2 > p1) "
+             "or whose p2 would exceed 1/2 (RQ2's range) "
              + ("were refused" if infeasible == "error" else "got the uniform keep probability") + ".",)
     return _assemble(mechanism=MECHANISM + "-positional", eps=eps, alt=alt, scope=scope, log_best=log_best, n=n,
                      keeps=keeps, worst_user_keeps=worst_user_keeps, allow_invalid=allow_invalid, extra_params=extra,

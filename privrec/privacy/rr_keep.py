@@ -16,8 +16,11 @@ product of the n keep probabilities is again eps/(1+eps); the paper requires
 0 < p1 < p2 < 1/2 and runs p1 = 0.1, dn = 0.2 n, the window sliding from the oldest to the
 most recent items. Given p1 the equation fixes p2 (:func:`positional_keep`); p2 > p1 holds
 exactly when p1 < 1 - (eps/(1+eps))^(1/n), so for long histories (e.g. n = 145, eps = 0.1:
-p1 must be < 0.0164) the paper's p1 = 0.1 has no solution. :func:`positional_keep_matrix`
-either refuses such users or (``infeasible="uniform"``) gives them the uniform keep.
+p1 must be < 0.0164) the paper's p1 = 0.1 has no solution; short histories at small eps
+need p2 > 1/2 (n = 42, eps = 1e-4: p2 = 0.505), outside RQ2's range and Thm 3.1's validity.
+:func:`positional_keep_matrix` either refuses the first kind (the second is then refused by the
+validity check, or published with its true guarantee under ``allow_invalid``) or, with
+``infeasible="uniform"``, gives both kinds the uniform keep (itself refused where it is < 1/2).
 
 Per item (``_pair_ldp``, the related guarantees of :func:`privrec.privacy.rr.guarantee`), an
 output w discloses that the original was in {w} U a^-1(w). Randomised response
@@ -43,6 +46,7 @@ from privrec.privacy.validate import as_int_array, check_epsilon, check_positive
 
 MECHANISM = "mu-lim-rr"
 Infeasible = Literal["error", "uniform"]
+_LOG_HALF = math.log(0.5)
 
 
 # ----------------------------------------------------------------------------- keep probabilities
@@ -135,7 +139,7 @@ def _positional_rows(n: np.ndarray, eps: float, p1: float, window_fraction: floa
     inner = dn < nn
     with np.errstate(invalid="ignore", divide="ignore"):
         log_k_in = np.where(inner, (lt - (nn - dn) * log_k_out) / dn, lt / nn)
-    bad = inner & ~(log_k_in < log_k_out)
+    bad = inner & ~(log_k_in < log_k_out)                     # p2 <= p1: no stronger window exists
     if bad.any() and infeasible == "error":
         u = int(np.flatnonzero(bad)[0])
         p_max = float(-np.expm1(lt / nn[bad]).min())
@@ -143,6 +147,8 @@ def _positional_rows(n: np.ndarray, eps: float, p1: float, window_fraction: floa
                              f"items at eps={eps:g} (RQ2 needs p1 < 1 - (eps/(1+eps))^(1/n)); use p_outside < "
                              f"{p_max:.6g} for these histories, or infeasible='uniform' to give such users the "
                              "uniform keep probability")
+    if infeasible == "uniform":     # p2 > 1/2 is outside RQ2's 0 < p1 < p2 < 1/2 (and Thm 3.1): uniform keep too;
+        bad |= inner & (log_k_in < _LOG_HALF)     # with "error" such rows stay and the validity check refuses them
     uniform = bad | ~inner
     k_uni = np.exp(lt / nn)
     k_in = np.where(uniform, k_uni, np.exp(np.where(bad, 0.0, log_k_in)))
@@ -152,7 +158,7 @@ def _positional_rows(n: np.ndarray, eps: float, p1: float, window_fraction: floa
 
 def has_window(lengths, epsilon: float, *, p_outside: float = 0.1, window_fraction: float = 0.2) -> np.ndarray:
     """Per history length: does RQ2's variant give this history its strongly obfuscated window
-    (p2 > p1), rather than the uniform keep of ``infeasible="uniform"``? (It does not depend on the
+    (p1 < p2 <= 1/2), rather than the uniform keep of ``infeasible="uniform"``? (It does not depend on the
     window's position.) Short histories need a large eps, long ones a small eps: on ML-1M at
     p1 = 0.1 at most a quarter of the users have a window at any eps."""
     n = _check_lengths(lengths)

@@ -404,3 +404,19 @@ def test_keep_one_half_is_a_no_op_per_item():
     """n = 1, eps = 1: keep = 1/2, the output is independent of the input (was an accountant crash)."""
     item, user = rr.guarantee(1.0, PAIRS4, lengths=[1]).related
     assert item.epsilon == 0.0 and user.epsilon == 0.0
+
+
+def test_positional_window_needing_p2_above_half_falls_back_to_uniform():
+    # n = 42, eps = 1e-4, p1 = 0.1, dn = round(0.2 n) = 8: the equation gives p2 = 0.505 > 1/2, outside
+    # RQ2's 0 < p1 < p2 < 1/2 and Thm 3.1; n = 43 (dn = 9) gives p2 = 0.465 and keeps its window.
+    eps = 1e-4
+    k_out, k_in = rr.positional_keep(42, eps, 8, 0.1)
+    assert 1 - k_in > 0.5
+    seqs = np.vstack([np.r_[0, np.arange(42) % 4 + 1], np.arange(43) % 4 + 1])
+    assert rr.positional_keep_matrix(seqs, eps, p_outside=0.1, window_fraction=0.2)[0].min() < 0.5   # "error"
+    keep = rr.positional_keep_matrix(seqs, eps, p_outside=0.1, window_fraction=0.2, infeasible="uniform")
+    np.testing.assert_allclose(keep[0, 1:], rr.keep_probabilities([42], eps)[0])
+    assert keep[1].min() >= 0.5 and np.isclose(keep[1], 0.9).sum() == 43 - 9
+    assert rr.has_window([42, 43], eps, p_outside=0.1, window_fraction=0.2).tolist() == [False, True]
+    g = rr.positional_guarantee(eps, CYCLE4, p_outside=0.1, window_fraction=0.2, infeasible="uniform", sequences=seqs)
+    assert g.valid and g.parameters["uniform_fallback_users"] == 1
