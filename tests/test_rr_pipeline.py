@@ -110,6 +110,15 @@ def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path
     logs.clear()
     again = R.reproduce(cfg, tmp_path / "out", log=logs.append)      # everything finished: nothing retrained
     assert not any("published" in m for m in logs) and again["summary"] == res["summary"]
+    from privrec.experiments.rr_release import check_release  # a reused release must match the settings
+    pos = {"p_outside": cfg.p_outside, "window_fraction": cfg.window_fraction, "window_position": 0.0}
+    folder = tmp_path / "out.published" / "eps0.3-random-pos0.0-seed0"
+    check_release(folder, 0.3, alternatives="random", positional=pos, source=str(source))
+    with pytest.raises(ParameterError, match=r"p_outside = 0.1 \(wanted 0.05\).*Delete the folder"):
+        check_release(folder, 0.3, alternatives="random", positional={**pos, "p_outside": 0.05}, source=str(source))
+    with pytest.raises(ParameterError, match="mechanism = 'rr' .*epsilon = 0.1 "):
+        check_release(tmp_path / "out.published" / "eps0.1-random-seed0", 0.01, alternatives="random",
+                      positional=pos, source=str(source))
     with pytest.raises(ParameterError, match="methods"):
         replace(cfg, methods=("SASRec",))
     with pytest.raises(ParameterError, match="epsilon"):

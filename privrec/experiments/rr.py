@@ -36,7 +36,14 @@ from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import runner
 from privrec.experiments.caps import train_cap
-from privrec.experiments.rr_release import ALTERNATIVES, alternative_map, item_embeddings, publish_split, read_private
+from privrec.experiments.rr_release import (
+    ALTERNATIVES,
+    alternative_map,
+    check_release,
+    item_embeddings,
+    publish_split,
+    read_private,
+)
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.experiments.sequential import DEFAULT_MODEL_CONFIG
 from privrec.privacy.validate import check_epsilon
@@ -207,13 +214,14 @@ class RRExperiment:
         lab = spec.labels
         if lab["epsilon"] is None:
             return
-        folder = self.release(lab, spec.seed)
+        folder, alt = self.release(lab, spec.seed), lab["alternatives"]
+        settings = dict(alternatives=alt, short=self.cfg.short, positional=self.positional(lab["position"]),
+                        source=self.cfg.dataset)
         if is_release(folder):
+            check_release(folder, lab["epsilon"], **settings)
             return
-        alt = lab["alternatives"]
         g = publish_split(folder, self.inter, self.split, self.alt_map(alt, spec.seed), lab["epsilon"], spec.seed,
-                          alternatives=alt, short=self.cfg.short, positional=self.positional(lab["position"]),
-                          source=self.cfg.dataset)
+                          **settings)
         log(f"published {folder.name}: {g.summary().splitlines()[0]}")
 
     # ---- training

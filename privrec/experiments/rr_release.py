@@ -52,6 +52,29 @@ def publish_split(folder: str | Path, inter, split, alt_map, epsilon: float, see
     return g
 
 
+def check_release(folder: str | Path, epsilon: float, *, alternatives: str, short: str = "refuse",
+                  positional: dict | None = None, source: str = "") -> None:
+    """Refuse to reuse the release ``folder`` if its certificate was published with other settings
+    than the ones asked for now (epsilon, alternatives, short-history policy, RQ2's window, source):
+    a folder name does not carry them all, and a reused release would silently stand for another."""
+    from privrec.release.folder import read_release
+
+    short = "paper" if alternatives == "nearest" else short
+    cert = read_release(folder).certificate
+    got_in, got_g = cert.get("input", {}), cert.get("guarantee", {}).get("parameters", {})
+    want = {"mechanism": "rr" if positional is None else "rr-positional", "alternatives": alternatives,
+            "short_histories": short, "source": source, **(positional or {})}
+    diff = [f"{k} = {got_in.get(k)!r} (wanted {v!r})" for k, v in want.items() if got_in.get(k) != v]
+    if got_g.get("epsilon") is None or not np.isclose(float(got_g["epsilon"]), epsilon, rtol=1e-12, atol=0):
+        diff.append(f"epsilon = {got_g.get('epsilon')!r} (wanted {epsilon!r})")
+    if positional is not None and got_g.get("infeasible") != "uniform":
+        diff.append(f"infeasible = {got_g.get('infeasible')!r} (wanted 'uniform', which also covers p2 > 1/2)")
+    if diff:
+        raise ParameterError(f"{folder}: this release was published with other settings: {'; '.join(diff)}. "
+                             "Delete the folder to publish it again (and redo the runs trained on it), or "
+                             "use another --out")
+
+
 def read_private(folder: str | Path, inter, split):
     """The verified release ``folder`` cut into training inputs and per-stage histories."""
     from privrec.release.histories import read_histories
