@@ -204,3 +204,27 @@ def test_a_diverging_loss_is_a_privrec_error_with_advice(task):
     with pytest.raises(TrainingError, match="lower the learning rate") as err:
         trainer.fit()
     assert isinstance(err.value, PrivrecError) and "grad_clip" in str(err.value)
+
+
+class GenAtEpochEnd(Hook):
+    def __init__(self):
+        self.states = []
+
+    def on_epoch_end(self, trainer, epoch, row):
+        self.states.append(trainer.model.gen.get_state().clone())
+        if epoch >= 2:          # from epoch 3 on every score ties (zero weights, no updates): the best epoch is <= 2
+            trainer.model.item_embedding.weight.data.zero_()
+            for group in trainer.optimizer.param_groups:
+                group["lr"] = 0.0
+
+
+def test_restoring_the_best_weights_does_not_rewind_the_models_noise(task):
+    t, _ = _noisy(task)
+    seen = GenAtEpochEnd()
+    t.hooks.append(seen)
+    fit = t.fit()
+    assert fit.best_epoch <= 2 < len(seen.states) == 6    # the best weights are older than the last epoch's noise
+    # the weights are the best epoch's, the noise stream goes on from where training left it: the test
+    # passes draw fresh noise, not the noise of the epochs after the best one again
+    assert torch.equal(t.model.gen.get_state(), seen.states[-1])
+    assert not torch.equal(t.model.gen.get_state(), seen.states[fit.best_epoch - 1])

@@ -19,6 +19,8 @@ from torch import nn
 
 from privrec.errors import CheckpointError
 
+_EXTRA_STATE = "_extra_state"       # torch's state-dict suffix for get_extra_state()
+
 
 def data_keys(model: nn.Module) -> frozenset[str]:
     """State-dict keys of every submodule's ``data_buffers`` (prefixed as ``state_dict`` names them,
@@ -36,11 +38,23 @@ def learned_state(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v for k, v in model.state_dict().items() if k not in skip}
 
 
-def load_learned_state(model: nn.Module, state: dict[str, torch.Tensor], where: str = "state") -> None:
+def stream_keys(model: nn.Module) -> frozenset[str]:
+    """State-dict keys of the submodules' extra states (``get_extra_state``: e.g. DIPSGNN's noise generator)."""
+    return frozenset(k for k in model.state_dict() if k.endswith(_EXTRA_STATE))
+
+
+def load_learned_state(model: nn.Module, state: dict[str, torch.Tensor], where: str = "state", *,
+                       keep_streams: bool = False) -> None:
     """Load ``state`` into ``model``: every key but the data buffers must be present. Data buffers that
-    ``state`` does carry (states written before they were left out) are loaded as before."""
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    lacking = sorted(set(missing) - data_keys(model))
+    ``state`` does carry (states written before they were left out) are loaded as before.
+
+    ``keep_streams``: leave the model's extra states (random streams such as DIPSGNN's noise
+    generator) where they are. Restoring the best weights at the end of training must not rewind
+    the noise: the test passes would otherwise redraw, draw for draw, the noise of the epochs after
+    the best one, and the accounting assumes every noisy release has fresh noise."""
+    streams = stream_keys(model) if keep_streams else frozenset()
+    missing, unexpected = model.load_state_dict({k: v for k, v in state.items() if k not in streams}, strict=False)
+    lacking = sorted(set(missing) - data_keys(model) - streams)
     if lacking or unexpected:
         raise CheckpointError(f"{where}: does not fit {type(model).__name__} (missing {lacking[:5]}, "
                               f"unexpected {sorted(unexpected)[:5]}); delete it to train from scratch")

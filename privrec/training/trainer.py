@@ -12,6 +12,7 @@ Seams for the pipelines that need more than plain Adam:
 * a model's own extra state (``nn.Module.get_extra_state``, e.g. the state of the
   ``torch.Generator`` that draws its aggregation noise) travels in ``state_dict()`` and is
   therefore saved and restored on resume like the weights, so resumed noise is replayed exactly;
+  restoring the best weights after training leaves it as it is (the noise never rewinds);
 * :meth:`Trainer.train_epochs` runs epochs without validation or early stopping (a
   federated client's local round), :meth:`Trainer.fit` is the early-stopping loop.
 """
@@ -273,7 +274,7 @@ class Trainer:
             if s["stopped"]:
                 break
         if s["best_state"] is not None:
-            load_learned_state(self.model, s["best_state"], "best weights")
+            load_learned_state(self.model, s["best_state"], "best weights", keep_streams=True)
         best_eval = (None if s["best_metrics"] is None else
                      EvalResult("valid", s["best_metrics"], s["best_n_users"], self.eval_cfg))
         return FitResult(s["best_epoch"], best_eval, epoch, s["history"], time.perf_counter() - start,
