@@ -87,3 +87,19 @@ def test_bad_settings_name_the_parameter(toy):
         with pytest.raises(ParameterError, match=word):
             replace(cfg, **kw)
     assert isinstance(D.QUICK["train"].epochs, int)
+
+
+def test_each_figure_point_is_read_on_the_sweep_seeds_even_where_table_2_has_more():
+    from privrec.experiments import dipsgnn as D
+    from privrec.experiments.dipsgnn_report import COLS, figure_points
+    from privrec.experiments.runner import RunRecord
+
+    cfg = D.DIPSGNNConfig(seeds=(0, 1, 2), sweep_seeds=(0,))
+    fit = {"best_epoch": 5, "epochs_run": 10, "stopped_early": False}
+    runs = [RunRecord(D.run_key(lab, s), s, lab, fit, {"test": {m: value for m in COLS.values()}})
+            for lab, per_seed in ((D.labels("DIPSGNN", cfg), {0: 0.1, 1: 0.5, 2: 0.6}),      # Table 2's cell
+                                  (D.labels("DIPSGNN", cfg, epsilon2=3.0), {0: 0.2}))         # a sweep-only point
+            for s, value in per_seed.items()]
+    pts = {p["value"]: p["summary"] for p in figure_points(cfg, runs)["fig3_epsilon2"] if p["method"] == "DIPSGNN"}
+    assert pts[5.0]["seeds"] == [0] and pts[5.0]["test"]["R@20"]["mean"] == pytest.approx(10.0)
+    assert pts[3.0]["seeds"] == [0] and pts[3.0]["test"]["R@20"]["mean"] == pytest.approx(20.0)

@@ -14,8 +14,9 @@
   calibrated so every noisy pass of the run together meets ε₂ = ``"honest"``). EdgeRand and
   DIPSGNN read ε₁-LDP user features (one release per seed, shared by both: paired).
 * **Figures**: ε₂ (Fig. 3) and ε₁ (Fig. 4) for EdgeRand and DIPSGNN, propagation steps T (Fig. 5),
-  DIPSGNN's clip C (Fig. 6), and the ablation Nonp / Nonp-U / Priv / Priv-U (Fig. 7: APGNN and
-  DIPSGNN with and without user features); on ``sweep_seeds``.
+  DIPSGNN's clip C (Fig. 6), and the ablation Nonp / Nonp-U / Priv / Priv-U (Fig. 7: DIPSGNN
+  without and with privacy, each with and without user features); on ``sweep_seeds``, and each
+  figure's shared Table 2 point is read on ``sweep_seeds`` too (one estimator per curve).
 
 The runner (:mod:`privrec.experiments.runner`) resumes, parallelises and records; every run keeps
 the guarantees it was trained under (features, graphs or aggregation, DP-SGD), and the report
