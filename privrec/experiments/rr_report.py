@@ -203,7 +203,8 @@ def markdown(res: dict) -> str:
               f"## Fig. 2 analog: strongly obfuscated window position (RR-BERT4Rec, ε = {cfg['positional_epsilon']:g}, "
               f"p1 = {cfg['p_outside']}, Δn = {cfg['window_fraction']} n)", "",
               "ML-1M here; the paper used ML-20M (not available through pip). Position 0 = the oldest items, "
-              "1 = the most recent. Users whose p2 would not exceed p1 get the uniform keep (see certificates: "
+              "1 = the most recent. Users whose p2 would not exceed p1, or would exceed 1/2 (RQ2's p2 < 1/2, "
+              "Thm 3.1), get the uniform keep (see certificates: "
               "`uniform_fallback_users`): their results carry no position effect, so the table also gives the "
               f"means over the *window users* only ({_window_share(summary)}).", "",
               markdown_table(["window position", *PAPER["metrics"], *(c.replace("sampled, ", "") for c in WINDOW_COLS)],
