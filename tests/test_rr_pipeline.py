@@ -72,6 +72,12 @@ def test_release_round_trip_and_the_model_inputs_are_prefixes_of_one_perturbatio
     other = leave_one_out(Sequences.from_rows([[]] + [r + [1] for r in rows[1:]]))
     with pytest.raises(ParameterError, match="not a release of this split"):
         read_histories(tmp_path / "rel", users, items, other.history("test"))
+    # a consumer whose longest history is longer than any written row (here a sixth user, absent from
+    # the release): rows read at its width would sit left of their place; refused, not misaligned
+    longer = leave_one_out(Sequences.from_rows(rows + [list(range(1, 31))]))
+    users6, _ = IdMap.factorize([f"u{u}" for u in range(1, 7)])
+    with pytest.raises(ParameterError, match="does not end at position 29"):
+        read_histories(tmp_path / "rel", users6, items, longer.history("test"))
 
 
 def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path):

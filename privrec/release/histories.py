@@ -96,7 +96,7 @@ def publish_histories(folder: str | Path, hist: Sequences, users: IdMap, items: 
     out, published, g = perturb_histories(hist, alt_map, epsilon, np.random.default_rng(info.seed), short=short,
                                            positional=positional)
     codes = np.flatnonzero(published)
-    width = max(1, int(out.lengths.max()))
+    width = max(1, int(hist.lengths.max()))      # every user's width, the one read_histories reads back at
     rows = out.to_padded(width, codes)
     n = hist.lengths[1:]
     desc = {"source": source, "mechanism": "rr" if positional is None else "rr-positional",
@@ -119,6 +119,10 @@ def read_histories(folder: str | Path, users: IdMap, items: IdMap, hist: Sequenc
     rows = T.read_sequences(release.data_file((".inter", ".csv", ".parquet")), users, items, width, require_all=False)
     got = (rows != 0).sum(1)
     published = got > 0
+    if (published & (rows[:, -1] == 0)).any():
+        u = int(np.flatnonzero(published & (rows[:, -1] == 0))[0])
+        raise ParameterError(f"{folder}: the published row of user {users.decode([u])[0]} does not end at position "
+                             f"{width} (the longest history of this split): not a release of this split")
     bad = published & (got != hist.lengths)
     if bad.any():
         raise ParameterError(f"{folder}: the published history of user {users.decode(np.flatnonzero(bad)[:1])[0]} has "
