@@ -4,6 +4,7 @@ the interaction task, and the matrix models (BPR-MF, NeuMF, DMF, HeteroCDR and i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -318,18 +319,28 @@ def test_a_models_own_settings_change_only_its_runs_fingerprint(data):
     assert all(d[m] != a[m] for m in a)
 
 
-def test_sweep_only_runs_get_the_sweep_cap(data):
+def test_sweep_runs_get_the_sweep_cap_and_table_1s_setting_its_own_sweep_run(data):
+    from dataclasses import replace
+
     from privrec.experiments.pricdr import PriCDRConfig, PriCDRExperiment
 
     cfg = PriCDRConfig(directions=(("B", "A"),), sweep_direction=("B", "A"), seeds=(0,), sweep_seeds=(0,),
                        sweep_epochs=5)
-    exp = PriCDRExperiment(cfg, data, None)
-    caps = {s.key: exp.cap_of(s)[0] for s in exp.runs()}
-    table = exp.cell("PriCDR-J", "B", "A")                         # Table 1's release is also Fig. 2's eps = 1 point
+    exp = PriCDRExperiment(cfg, data, Path("pub"))
+    runs = {s.key: s for s in exp.runs()}
+    caps = {k: exp.cap_of(s)[0] for k, s in runs.items()}
     from privrec.experiments.pricdr import run_key
+    table = exp.cell("PriCDR-J", "B", "A")
     assert caps[run_key(table, 0)] == cfg.train.epochs
-    assert caps[run_key(exp.cell("PriCDR-J", "B", "A", eps=64.0), 0)] == 5
+    # Table 1's setting is also a point of Figs. 2, 3 and 5: there it is its own run under the sweep cap,
+    # like the rest of each curve, on the same release as Table 1's run (the release path ignores the budget)
+    shared = {**table, "budget": "sweep"}
+    assert run_key(shared, 0) == run_key(table, 0)[:-2] + "|sweep|0" and caps[run_key(shared, 0)] == 5
+    assert exp.release(runs[run_key(shared, 0)].labels, 0) == exp.release(table, 0)
+    assert caps[run_key({**exp.cell("PriCDR-J", "B", "A", eps=64.0), "budget": "sweep"}, 0)] == 5
     assert sum(c == 5 for c in caps.values()) == len(caps) - len(cfg.methods)
+    unc = PriCDRExperiment(replace(cfg, sweep_epochs=None), data, None)       # no sweep cap: one run per setting
+    assert {s.key for s in unc.runs()} >= {run_key(table, 0)} and not any("sweep" in s.key for s in unc.runs())
     with pytest.raises(Exception, match="sweep_epochs"):
         PriCDRConfig(sweep_epochs=0)
 

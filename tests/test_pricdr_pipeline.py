@@ -93,3 +93,20 @@ def test_the_negative_control_must_fall_to_the_target_alone(noise, verdict):
             for m, values in (("DMF", dmf), ("Noise (control)", noise)) for s, v in enumerate(values)]
     (c,) = claims(runs, cfg)
     assert c["relation"] == "at the level of" and c["verdict"].startswith(verdict)
+
+
+@pytest.mark.parametrize("s_values, at_least, beats", [
+    ((0.42, 0.43, 0.41), "holds", "holds"),                                   # ahead on every seed
+    ((0.405, 0.415, 0.395), "holds within noise", "mixed"),                   # below on the mean, not significantly
+    ((0.30, 0.31, 0.29), "fails", "fails")])
+def test_sjlt_against_jlt_is_judged_as_at_least_and_as_the_papers_significant_boost(s_values, at_least, beats):
+    from privrec.experiments.pricdr_report import claims, table1_cells
+    from privrec.experiments.runner import RunRecord
+
+    cfg = P.PriCDRConfig(directions=(("B", "A"),), methods=("PriCDR-J", "PriCDR-S")).to_dict()
+    cells = table1_cells(cfg, "B", "A")
+    j = (0.40, 0.42, 0.40)
+    runs = [RunRecord(f"{m}{s}", s, cells[m], {}, {"sampled": {"ndcg@10": v}})
+            for m, values in (("PriCDR-J", j), ("PriCDR-S", s_values)) for s, v in enumerate(values)]
+    got = {c["relation"]: c["verdict"] for c in claims(runs, cfg)}
+    assert got[">="].startswith(at_least) and got["beats"].startswith(beats)

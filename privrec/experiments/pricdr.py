@@ -132,8 +132,13 @@ QUICK = dict(max_users=600, seeds=(0,), sweep_epsilons=(1.0, 64.0), sweep_n_prim
 LABELS = ("method", "target", "source", "epsilon", "n_prime", "sp", "sd", "calibration")
 
 
+SWEEP = "sweep"                         # labels["budget"] of a figure's run trained under ``sweep_epochs``
+
+
 def run_key(labels: dict, seed: int) -> str:
-    return "|".join(str(labels.get(k)) for k in LABELS) + f"|{seed}"
+    """The labels joined; a figure run under the sweep cap ends in ``|sweep`` (Table 1 keys are unchanged)."""
+    sweep = "|" + SWEEP if labels.get("budget") == SWEEP else ""
+    return "|".join(str(labels.get(k)) for k in LABELS) + sweep + f"|{seed}"
 
 
 @dataclass
@@ -163,14 +168,21 @@ class PriCDRExperiment:
         c = self.cfg
         cells = [(self.cell(m, t, s), c.seeds) for t, s in c.directions for m in c.methods]
         if c.sweep_direction is not None:
-            t, s = c.sweep_direction
-            sw = c.sweep_seeds
-            cells += [(self.cell(m, t, s, eps=e), sw) for e in c.sweep_epsilons for m in ("PriCDR-J", "PriCDR-S")]
-            cells += [(self.cell("PriCDR-J", t, s, n_prime=n), sw) for n in c.sweep_n_primes]
-            cells += [(self.cell("PriCDR-S", t, s, sp=p), sw) for p in c.sweep_sps]
-            cells += [(self.cell(m, t, s, sd=d), sw) for d in c.sweep_sds for m in ("PriCDR-J", "PriCDR-S")]
-            cells += [(self.cell("PriCDR-J", t, s, eps=e, calibration="tight"), sw) for e in c.sweep_true_epsilons]
+            cells += [(lab, c.sweep_seeds) for lab in self.sweep_cells()]
         return cells
+
+    def sweep_cells(self) -> list[dict]:
+        """Figs. 2-5's cells. Under a sweep cap (``sweep_epochs``) each is labelled ``budget = "sweep"``,
+        so a figure's point at Table 1's setting is its own run under the same cap as the rest of its
+        curve (it reads the same release as Table 1's run of that seed), not Table 1's longer run."""
+        c = self.cfg
+        t, s = c.sweep_direction
+        cells = [self.cell(m, t, s, eps=e) for e in c.sweep_epsilons for m in ("PriCDR-J", "PriCDR-S")]
+        cells += [self.cell("PriCDR-J", t, s, n_prime=n) for n in c.sweep_n_primes]
+        cells += [self.cell("PriCDR-S", t, s, sp=p) for p in c.sweep_sps]
+        cells += [self.cell(m, t, s, sd=d) for d in c.sweep_sds for m in ("PriCDR-J", "PriCDR-S")]
+        cells += [self.cell("PriCDR-J", t, s, eps=e, calibration="tight") for e in c.sweep_true_epsilons]
+        return cells if c.sweep_epochs is None else [{**lab, "budget": SWEEP} for lab in cells]
 
     def runs(self) -> list[RunSpec]:
         """Seed-major (partial progress fills whole tables first), each (cell, seed) once."""
@@ -212,12 +224,10 @@ class PriCDRExperiment:
         return self.cfg.train.epochs, self.cfg.train.patience, self.cfg.train.eval_every
 
     def cap_of(self, spec: RunSpec) -> tuple[int, int, int]:
-        """Table 1's cap for its runs; ``sweep_epochs`` (if lower) for runs only the sweeps need."""
+        """Table 1's cap for its runs; ``sweep_epochs`` (if lower) for the figures' runs."""
         epochs, patience, every = self.cap()
-        c = self.cfg
-        table = {run_key(self.cell(m, t, s), seed) for t, s in c.directions for m in c.methods for seed in c.seeds}
-        if c.sweep_epochs is not None and spec.key not in table:
-            epochs = min(epochs, c.sweep_epochs)
+        if spec.labels.get("budget") == SWEEP:
+            epochs = min(epochs, self.cfg.sweep_epochs)
         return epochs, patience, every
 
     # ---- data
