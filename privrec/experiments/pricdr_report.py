@@ -277,6 +277,8 @@ def markdown(res: dict) -> str:
                                _share(res["certificates"][n])]
                               for n, (p, t, u, d) in true_epsilons(res["certificates"]).items()])
               if res["certificates"] else "none yet", "",
+              "True ε per user: the certificate's guarantee for one user's whole row ('–' where it states none: SJLT's "
+              "coherence-based accounting is per rating only). "
               "A release draws its projection and Gaussian lift from its seed, so the releases of one mechanism and "
               "seed (other ε, n′, sd or calibration) share them and must never be published together: a weighted "
               "difference of two cancels the noise exactly. Each certificate holds for its release alone; the "
