@@ -61,6 +61,7 @@ def test_calibrated_uploads_decode_to_the_mean_change_on_average():
 def test_each_clients_guarantee_composes_its_uploads_and_plain_uploads_have_none():
     assert math.isinf(upload_guarantee(CodecConfig(mode="none"), 10, 3).epsilon)
     one = upload_guarantee(CodecConfig(mode="paper", epsilon=0.5, buckets=64), 1, 1)
+    assert "in the clear" in one.notes[-1] and "validation" in one.notes[-1]   # what else leaves a client, said
     assert one.epsilon == pytest.approx(math.log(1 + 64 * (math.exp(0.5) + 1)), rel=1e-6)   # the true per-coordinate ε
     ten = upload_guarantee(CodecConfig(mode="calibrated", epsilon=0.5, buckets=64), 100, 10)
     assert ten.epsilon > upload_guarantee(CodecConfig(mode="calibrated", epsilon=0.5, buckets=64), 100, 1).epsilon

@@ -57,8 +57,10 @@ def client_app(bundle: str | None = None) -> ClientApp:
         upload, n, loss, steps = C.train_round(b, k, round_, received["table"].numpy(), control)
         arrays = {name: _array(a) for name, a in C.pack(upload).items()}
         nbytes = int(sum(len(a.data) for a in arrays.values()))
-        metrics = MetricRecord({"num-examples": n, "loss": loss, "upload-bytes": nbytes, "partition-id": k,
-                                "local-steps": steps})
+        # what leaves the client beside the encoded upload: counts the server needs to weight and correct the
+        # aggregate (named in the certificate's notes); the training loss stays on the client
+        del loss
+        metrics = MetricRecord({"num-examples": n, "upload-bytes": nbytes, "partition-id": k, "local-steps": steps})
         return Message(RecordDict({"arrays": ArrayRecord(arrays), "metrics": metrics}), reply_to=msg)
 
     @app.evaluate()
@@ -104,12 +106,10 @@ class CodecAggregation:
         self.server = aggregate(self.bundle, self.server, uploads, weights, steps)
         new = self.server.table.astype(np.float32)
         row = self.log_rounds.setdefault(server_round, {"round": server_round})
-        row["loss"] = [float(m.content["metrics"]["loss"]) for m in ordered]
         row["upload_bytes"] = [int(m.content["metrics"]["upload-bytes"]) for m in ordered]
         with atomic_path(self.bundle.global_table(server_round)) as tmp, open(tmp, "wb") as fh:
             np.save(fh, new)
-        return ArrayRecord({"table": _array(new)}), MetricRecord({"loss": float(np.average(row["loss"],
-                                                                                           weights=weights))})
+        return ArrayRecord({"table": _array(new)}), MetricRecord({"upload-bytes": int(sum(row["upload_bytes"]))})
 
     def aggregate_evaluate(self, server_round, replies):
         valid, _ = self._check_and_log_replies(replies, is_train=False, validate=False)

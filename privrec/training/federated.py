@@ -20,7 +20,7 @@ transport: Flower's ``ClientApp`` / ``ServerApp`` (simulation or deployment) wra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -114,7 +114,15 @@ def upload_guarantee(codec: CodecConfig, n_coords: int, rounds: int, delta: floa
     from privrec.privacy.guarantee import Guarantee
 
     if codec.mode == "none":
-        return Guarantee("federated-plain", "none: updates uploaded in the clear", math.inf, 0.0,
-                         "one client's whole dataset", {"rounds": rounds, "coords": n_coords}, valid=False,
-                         validity="no noise")
-    return fedcodec.guarantee(codec.mode, codec.epsilon, codec.buckets, n_coords, rounds, delta=delta)
+        g = Guarantee("federated-plain", "none: updates uploaded in the clear", math.inf, 0.0,
+                      "one client's whole dataset", {"rounds": rounds, "coords": n_coords}, valid=False,
+                      validity="no noise")
+    else:
+        g = fedcodec.guarantee(codec.mode, codec.epsilon, codec.buckets, n_coords, rounds, delta=delta)
+    return replace(g, notes=(*g.notes, CLEAR_RELEASES))
+
+
+CLEAR_RELEASES = ("Covers the encoded table uploads only. Each round a client also sends, in the clear: its number "
+                  "of training samples and local steps (FedAvg weights, SCAFFOLD's step count), the size of its "
+                  "upload, and its validation HR/NDCG@10,50 of the round's global table, on which the server picks "
+                  "the best round. These are data-dependent and not covered by this guarantee.")
