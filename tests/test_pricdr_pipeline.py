@@ -110,3 +110,15 @@ def test_sjlt_against_jlt_is_judged_as_at_least_and_as_the_papers_significant_bo
             for m, values in (("PriCDR-J", j), ("PriCDR-S", s_values)) for s, v in enumerate(values)]
     got = {c["relation"]: c["verdict"] for c in claims(runs, cfg)}
     assert got[">="].startswith(at_least) and got["beats"].startswith(beats)
+
+
+def test_certificates_table_shows_an_unbounded_per_user_epsilon_as_inf():
+    """A release calibrated to a large per-rating ε can have no finite bound per user row: the
+    certificate stores 'inf' and the report prints it (the quick run's tight ε = 64 release)."""
+    from privrec.experiments.pricdr_report import true_epsilons, user_epsilon
+
+    cert = {"guarantee": {"epsilon": 64.0, "delta": 1e-5, "paper_claim": {"epsilon": 2132.06},
+                          "related": [{"unit_of_privacy": "one user's whole row (up to 40 ratings)", "epsilon": "inf"}]}}
+    assert user_epsilon(cert) == "inf" and true_epsilons({"r": cert})["r"] == (2132.06, 64.0, "inf", 1e-5)
+    from privrec.experiments.pricdr_report import _eps
+    assert [_eps(v) for v in (None, "inf", 0.31856)] == ["–", "inf", "0.319"]

@@ -195,6 +195,11 @@ def _fmt(v) -> str:
     return "–" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
 
 
+def _eps(v, digits: int = 3) -> str:
+    """An ε as the certificates store it: a number, or the string 'inf' (no finite bound)."""
+    return "–" if v is None else f"{v:.{digits}g}" if isinstance(v, (int, float)) else str(v)
+
+
 FIG_NOTES = {
     "fig2_epsilon": "ε: the paper's (w of Alg. 1 line 4); the true ε of the same release is next to it.",
     "fig2b_true_epsilon": "Not in the paper: w calibrated so that the release's *true* ε is the one shown "
@@ -263,8 +268,7 @@ def markdown(res: dict) -> str:
                                   "signal share ≤", *TABLE[:2]],
                                  [[r["method"] + ("†" if r["summary"] and r["summary"]["capped"] else ""),
                                    _fmt(r["value"]),
-                                   "–" if r["true_epsilon"] is None else f"{r['true_epsilon']:.3g}",
-                                   "–" if r.get("user_epsilon") is None else f"{r['user_epsilon']:.3g}",
+                                   _eps(r["true_epsilon"]), _eps(r.get("user_epsilon")),
                                    "–" if r.get("signal_share") is None else f"{r['signal_share']:.2g}"]
                                   + [pm(r["summary"]["test"].get(c)) if r["summary"] else "–" for c in TABLE[:2]]
                                   for r in rows]), ""]
@@ -273,7 +277,7 @@ def markdown(res: dict) -> str:
         lines += ["", "† the epoch cap, not early stopping, ended at least one run of this cell."]
     lines += ["", "## Certificates of the published source matrices", "",
               markdown_table(["release", "paper's ε", "true ε per rating", "true ε per user", "δ", "signal share ≤"],
-                             [[n, _fmt(p), f"{t:.4g}", _fmt(u if u is None else float(f"{u:.4g}")), f"{d:.3g}",
+                             [[n, _fmt(p), _eps(t, 4), _eps(u, 4), f"{d:.3g}",
                                _share(res["certificates"][n])]
                               for n, (p, t, u, d) in true_epsilons(res["certificates"]).items()])
               if res["certificates"] else "none yet", "",
