@@ -7,6 +7,7 @@ import pytest
 
 from privrec.cli import main
 from privrec.data.preprocess import Preprocessing
+from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import sequential as seq
 from privrec.experiments import sequential_report as SR
@@ -259,6 +260,8 @@ def test_a_private_run_reuses_its_release_and_needs_a_place_for_it(tiny_inter_fi
     b = seq.run(cfg, log=lambda m: None, release_dir=tmp_path / "rel")   # read back, not published again
     assert json.loads((tmp_path / "rel" / "certificate.json").read_text())["created"] == created
     assert a["runs"][0]["test"] == b["runs"][0]["test"]
+    with pytest.raises(ParameterError, match=r"epsilon = 0.5 \(wanted 0.1\)"):      # not another ε's release
+        seq.run(replace(cfg, epsilon=0.1), log=lambda m: None, release_dir=tmp_path / "rel")
     raw = seq.run(tiny_cfg(tiny_inter_file, "gru4rec"), log=lambda m: None)
     assert raw["runs"][0]["test"] != a["runs"][0]["test"] and "privacy" not in raw
     with pytest.raises(Exception, match="alternatives must be one of"):

@@ -302,10 +302,12 @@ def _private(cfg: SequentialConfig, inter: Interactions, split: Split, folder: P
         raise ParameterError("training on a randomised-response release needs a folder for it (out_dir or "
                              "release_dir)")
     folder = Path(folder)
-    if not is_release(folder):
+    settings = dict(alternatives=cfg.alternatives, short=cfg.short, source=cfg.dataset)
+    if is_release(folder):          # reused only if published with these settings (another --epsilon: refused)
+        R.check_release(folder, cfg.epsilon, **settings)
+    else:
         alt = R.alternative_map(cfg.alternatives, inter.n_items, lambda: R.item_embeddings(inter), cfg.release_seed)
-        R.publish_split(folder, inter, split, alt, cfg.epsilon, cfg.release_seed, alternatives=cfg.alternatives,
-                        short=cfg.short, source=cfg.dataset)
+        R.publish_split(folder, inter, split, alt, cfg.epsilon, cfg.release_seed, **settings)
     private = R.read_private(folder, inter, split)
     cert = read_release(folder).certificate
     log(f"trains on the release {folder}: {private.n_published:,} users published; {cert['summary'].splitlines()[0]}")
