@@ -36,8 +36,9 @@ VARIANTS: dict[str, str] = {
         "train gru4rec --dataset my.inter --protocol raw --eval-mode sampled --negatives 100 --epochs 1",
     "privrec train rr-bert4rec --protocol raw --epsilon 0.01":
         "train rr-bert4rec --dataset ml-100k --protocol raw --epsilon 0.01 --epochs 1",
-    "privrec train dipsgnn --dataset ml-1m --epsilon1 20 --set sigma=0.228 --set clip=0.2":
-        "train dipsgnn --dataset ml-100k --epsilon1 20 --set sigma=0.228 --set clip=0.2 --epochs 1 --set hidden=16",
+    "privrec train dipsgnn --dataset ml-1m --protocol dipsgnn --epsilon1 20 --set sigma=0.228 --set clip=0.2":
+        "train dipsgnn --dataset ml-100k --protocol dipsgnn --epsilon1 20 --set sigma=0.228 --set clip=0.2 --epochs 1 "
+        "--set hidden=16 --batch-size 1024",
     "privrec train edgerand --dataset ml-1m --protocol dipsgnn --epsilon1 20 --epsilon2 5":
         "train edgerand --dataset ml-100k --protocol dipsgnn --epsilon1 20 --epsilon2 5 --epochs 1 --set hidden=16 "
         "--batch-size 1024",

@@ -228,8 +228,8 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
 @click.option("--out", type=click.Path(file_okay=False), default="reports/dipsgnn", show_default=True)
 @click.option("--seeds", default=None, help="Comma-separated Table 2 seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (default 10, the paper's).")
-@click.option("--methods", default=None, help="Comma-separated Table 2 methods (default: SASRec, GRU4Rec, SR-GNN, "
-                                              "APGNN, DP-SGD, EdgeRand, DIPSGNN).")
+@click.option("--methods", default=None, help="Comma-separated Table 2 methods (default: all nine: BPR-MF, SASRec, "
+                                              "GRU4Rec, SR-GNN, APGNN, DPMF, DP-SGD, EdgeRand, DIPSGNN).")
 @click.option("--no-sweeps", is_flag=True, help="Table 2 only: no Figs. 3-7 runs.")
 @grid_options
 def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, methods: str | None, no_sweeps: bool,
