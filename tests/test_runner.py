@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from privrec.experiments.runner import RunRecord, RunSpec, execute, progress_path
 
@@ -148,3 +151,47 @@ def test_reports_say_which_runs_finished_on_a_gpu():
     assert "2 of 3 runs finished on a GPU" in note and "NVIDIA H200: `b`" in note and "`c`" in note
     assert "`a`" not in note and "another lock" not in note
     assert environment_note(Outcome(recs[:1], [], Path("p"), [])) == []
+
+
+def _alive(pid: int) -> bool:
+    """Running and not a zombie (a container's pid 1 may never reap an orphan)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_worker_ends_when_its_parent_is_killed(tmp_path):
+    """kill -9 of a ``reproduce --jobs N`` process must not leave its trainings running as orphans."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "sleeper.py").write_text(
+        "import os, time\nfrom privrec.experiments.runner import _exit_with_parent\n"
+        "def sleep_forever(parent, path):\n    _exit_with_parent(parent, every=0.1)\n"
+        "    open(path, 'w').write(str(os.getpid()))\n    time.sleep(120)\n")
+    pidfile = tmp_path / "worker.pid"
+    script = (f"import multiprocessing, os, sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
+              "from concurrent.futures import ProcessPoolExecutor\nfrom sleeper import sleep_forever\n"
+              "if __name__ == '__main__':\n"
+              "    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as pool:\n"
+              f"        pool.submit(sleep_forever, os.getpid(), {str(pidfile)!r}).result()\n")
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 120
+        while not (pidfile.is_file() and pidfile.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        worker = int(pidfile.read_text())
+        assert _alive(worker)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(worker)
+    finally:
+        parent.kill()

@@ -22,6 +22,7 @@ rest, the same way for every paper:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -188,7 +189,28 @@ class Outcome:
     other_lock: list[str]               # keys finished under another lock than this checkout's
 
 
-def _train_in_worker(exp: Experiment, spec: RunSpec, state: Path, threads: int) -> RunRecord:
+_WATCHING: list[int] = []                   # the parent pid a worker's watchdog follows (set once per worker)
+
+
+def _exit_with_parent(parent: int, every: float = 1.0) -> None:
+    """Watchdog of a worker: end this process as soon as its parent is gone (killed, or exited without
+    shutting the pool down), so a stopped ``reproduce`` never leaves orphan trainings running. A run
+    stopped this way resumes from its last saved state like any other interruption."""
+    import os
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    if not _WATCHING:
+        _WATCHING.append(parent)
+        threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def _train_in_worker(exp: Experiment, spec: RunSpec, state: Path, threads: int, parent: int) -> RunRecord:
     """One training run in a spawned worker process; logs go to stderr."""
     import sys
 
@@ -196,9 +218,17 @@ def _train_in_worker(exp: Experiment, spec: RunSpec, state: Path, threads: int) 
 
     from privrec.utils.perf import tune_cpu_allocator
 
+    _exit_with_parent(parent)
     tune_cpu_allocator()                      # a worker is a process entry point of its own
     torch.set_num_threads(threads)
     return exp.train(spec, state, lambda m: print(m, file=sys.stderr, flush=True))
+
+
+def _stop_workers(pool) -> None:
+    """Cancel what has not started and terminate the running workers (their states stay as last saved)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
 
 
 def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_progress: Sequence[str | Path] = (),
@@ -261,14 +291,19 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
 
         log(f"training {len(pending)} runs in {min(jobs, len(pending))} worker processes")
         with ProcessPoolExecutor(min(jobs, len(pending)), mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_train_in_worker, exp, s, state_of[s.key], threads): s for s in pending}
+            futures = {pool.submit(_train_in_worker, exp, s, state_of[s.key], threads, os.getpid()): s
+                       for s in pending}
             failed: BaseException | None = None
-            for future in as_completed(futures):      # a failed run does not discard the others
-                try:
-                    done(future.result())
-                except Exception as exc:
-                    log(f"{futures[future].key}: failed: {exc}")
-                    failed = failed or exc
+            try:
+                for future in as_completed(futures):      # a failed run does not discard the others
+                    try:
+                        done(future.result())
+                    except Exception as exc:
+                        log(f"{futures[future].key}: failed: {exc}")
+                        failed = failed or exc
+            except BaseException:                         # interrupted (Ctrl-C, SIGTERM): stop the workers now,
+                _stop_workers(pool)                       # not after their runs (leaving the pool waits for them)
+                raise
             if failed is not None:
                 raise failed
     else:
