@@ -112,13 +112,13 @@ def test_sjlt_against_jlt_is_judged_as_at_least_and_as_the_papers_significant_bo
     assert got[">="].startswith(at_least) and got["beats"].startswith(beats)
 
 
-def test_certificates_table_shows_an_unbounded_per_user_epsilon_as_inf():
+def test_certificates_table_shows_an_unbounded_per_user_epsilon_as_infinity():
     """A release calibrated to a large per-rating ε can have no finite bound per user row: the
-    certificate stores 'inf' and the report prints it (the quick run's tight ε = 64 release)."""
+    certificate stores 'inf' and the report prints ∞ (the quick run's tight ε = 64 release)."""
     from privrec.experiments.pricdr_report import true_epsilons, user_epsilon
 
     cert = {"guarantee": {"epsilon": 64.0, "delta": 1e-5, "paper_claim": {"epsilon": 2132.06},
                           "related": [{"unit_of_privacy": "one user's whole row (up to 40 ratings)", "epsilon": "inf"}]}}
     assert user_epsilon(cert) == "inf" and true_epsilons({"r": cert})["r"] == (2132.06, 64.0, "inf", 1e-5)
-    from privrec.experiments.pricdr_report import _eps
-    assert [_eps(v) for v in (None, "inf", 0.31856)] == ["–", "inf", "0.319"]
+    from privrec.experiments.report import fmt_num
+    assert [fmt_num(v, ".3g") for v in (None, "inf", 0.31856)] == ["–", "∞", "0.319"]

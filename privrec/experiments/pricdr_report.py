@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from privrec.experiments.caps import stopped_early
-from privrec.experiments.report import aggregate, certificates, markdown_table, pm, save_report, trailer
+from privrec.experiments.report import aggregate, certificates, fmt_num, markdown_table, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note
 from privrec.experiments.stats import paired, paired_cell
 
@@ -195,11 +195,6 @@ def _fmt(v) -> str:
     return "–" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def _eps(v, digits: int = 3) -> str:
-    """An ε as the certificates store it: a number, or the string 'inf' (no finite bound)."""
-    return "–" if v is None else f"{v:.{digits}g}" if isinstance(v, (int, float)) else str(v)
-
-
 FIG_NOTES = {
     "fig2_epsilon": "ε: the paper's (w of Alg. 1 line 4); the true ε of the same release is next to it.",
     "fig2b_true_epsilon": "Not in the paper: w calibrated so that the release's *true* ε is the one shown "
@@ -268,7 +263,7 @@ def markdown(res: dict) -> str:
                                   "signal share ≤", *TABLE[:2]],
                                  [[r["method"] + ("†" if r["summary"] and r["summary"]["capped"] else ""),
                                    _fmt(r["value"]),
-                                   _eps(r["true_epsilon"]), _eps(r.get("user_epsilon")),
+                                   fmt_num(r["true_epsilon"], ".3g"), fmt_num(r.get("user_epsilon"), ".3g"),
                                    "–" if r.get("signal_share") is None else f"{r['signal_share']:.2g}"]
                                   + [pm(r["summary"]["test"].get(c)) if r["summary"] else "–" for c in TABLE[:2]]
                                   for r in rows]), ""]
@@ -277,7 +272,7 @@ def markdown(res: dict) -> str:
         lines += ["", "† the epoch cap, not early stopping, ended at least one run of this cell."]
     lines += ["", "## Certificates of the published source matrices", "",
               markdown_table(["release", "paper's ε", "true ε per rating", "true ε per user", "δ", "signal share ≤"],
-                             [[n, _fmt(p), _eps(t, 4), _eps(u, 4), f"{d:.3g}",
+                             [[n, _fmt(p), fmt_num(t), fmt_num(u), f"{d:.3g}",
                                _share(res["certificates"][n])]
                               for n, (p, t, u, d) in true_epsilons(res["certificates"]).items()])
               if res["certificates"] else "none yet", "",

@@ -196,7 +196,6 @@ def _exit_with_parent(parent: int, every: float = 1.0) -> None:
     """Watchdog of a worker: end this process as soon as its parent is gone (killed, or exited without
     shutting the pool down), so a stopped ``reproduce`` never leaves orphan trainings running. A run
     stopped this way resumes from its last saved state like any other interruption."""
-    import os
     import threading
     import time
 

@@ -54,12 +54,11 @@ def client_app(bundle: str | None = None) -> ClientApp:
         round_ = int(msg.content["config"]["server-round"])
         received = msg.content["arrays"]
         control = received["control"].numpy() if "control" in received else None      # SCAFFOLD's c
-        upload, n, loss, steps = C.train_round(b, k, round_, received["table"].numpy(), control)
+        upload, n, _loss, steps = C.train_round(b, k, round_, received["table"].numpy(), control)   # loss stays here
         arrays = {name: _array(a) for name, a in C.pack(upload).items()}
         nbytes = int(sum(len(a.data) for a in arrays.values()))
         # what leaves the client beside the encoded upload: counts the server needs to weight and correct the
-        # aggregate (named in the certificate's notes); the training loss stays on the client
-        del loss
+        # aggregate (named in the certificate's notes)
         metrics = MetricRecord({"num-examples": n, "upload-bytes": nbytes, "partition-id": k, "local-steps": steps})
         return Message(RecordDict({"arrays": ArrayRecord(arrays), "metrics": metrics}), reply_to=msg)
 

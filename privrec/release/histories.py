@@ -119,8 +119,9 @@ def read_histories(folder: str | Path, users: IdMap, items: IdMap, hist: Sequenc
     rows = T.read_sequences(release.data_file((".inter", ".csv", ".parquet")), users, items, width, require_all=False)
     got = (rows != 0).sum(1)
     published = got > 0
-    if (published & (rows[:, -1] == 0)).any():
-        u = int(np.flatnonzero(published & (rows[:, -1] == 0))[0])
+    shifted = np.flatnonzero(published & (rows[:, -1] == 0))
+    if len(shifted):
+        u = int(shifted[0])
         raise ParameterError(f"{folder}: the published row of user {users.decode([u])[0]} does not end at position "
                              f"{width} (the longest history of this split): not a release of this split")
     bad = published & (got != hist.lengths)
