@@ -61,7 +61,7 @@ METHODS: dict[str, tuple[str, dict]] = {
 WINDOW_USERS = "window users"          # Fig. 2's subset: users whose history has the obfuscated window
 # method -> training settings of its own (the rest: RRConfig.train). GRU4Rec at lr 1e-3 was still improving at the
 # 60-epoch cap (best epochs 57-59 on the first runs), an under-trained baseline against RR-BERT4Rec; 3e-3 is the lr
-# chosen on validation for GRU4Rec under RecBole's protocol (README), where it stops early within ~40 epochs. The
+# chosen on validation for GRU4Rec under RecBole's protocol (docs/baselines.md), where it stops early within ~40 epochs. The
 # base lr (RRConfig.train) later became 3e-3 too; the entry stays so GRU4Rec's records keep their fingerprint
 TRAIN_OVERRIDES: dict[str, dict] = {"GRU4Rec": {"lr": 3e-3}}
 SAMPLED = EvalConfig(mode="sampled", n_negatives=100, sampler="popularity", ks=(1, 5, 10), metrics=("hr", "ndcg"))
@@ -75,7 +75,7 @@ class RRConfig:
     max_len: int = 50                 # tokens read (L = 50 rather than BERT4Rec's 200: 4x cheaper epochs)
     vocab_ratio: float = 1.5          # merged vocabulary / items (the paper's Steam: 20,000 tokens, 13,047 items)
     short: str = "refuse"             # users with keep < 1/2: refuse (default) or publish as the paper ("paper")
-    # lr 3e-3 and a 40-epoch cap, picked on validation for the CPU budget (README): BERT4Rec seed 0 at lr 1e-3 was
+    # lr 3e-3 and a 40-epoch cap, picked on validation for the CPU budget (docs/rr.md): BERT4Rec seed 0 at lr 1e-3 was
     # still rising at its 60-epoch cap (best validation NDCG@5 0.405 @ 59); at 3e-3 it passed 0.405 at epoch 27
     # and reached 0.420 @ 37 (test 0.4007 against 0.3957), in two thirds of the epochs
     train: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=40, batch_size=256, lr=3e-3, patience=5,

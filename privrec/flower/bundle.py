@@ -10,7 +10,7 @@ process, in simulation or deployment alike, so both run the same computation::
                                global-round{t}.npy (E after round t), result.json (the server's record)
 
 In a real multi-organisation deployment each organisation holds only its own ``domain{k}.npz`` and
-state; nothing but the encoded table change leaves it (see README, "Federated deployment").
+state; nothing but the encoded table change leaves it (see docs/pfcr.md, "Federation on Flower").
 Client k's round t is a pure function of the bundle, the global table it receives and its own
 round t-1 checkpoint, so a client process may be restarted between rounds.
 """

@@ -11,7 +11,7 @@
   ``flower-supernode --node-config "partition-id=K num-partitions=N"`` per domain as separate
   processes talking gRPC on 127.0.0.1, the app submitted with ``flwr run`` to the SuperLink's
   control API; every process is stopped afterwards. Across organisations the same commands run on
-  each organisation's machine, with TLS certificates instead of ``--insecure`` (README).
+  each organisation's machine, with TLS certificates instead of ``--insecure`` (docs/pfcr.md).
 
 Both return the server's ``state/result.json``; both compute the same thing, client by client.
 """
@@ -86,7 +86,7 @@ def check_loopback(address: str) -> str:
     host, _, port = address.rpartition(":")
     if host.strip("[]") not in ("127.0.0.1", "localhost", "::1") or not port.isdigit():
         raise ParameterError(f"deployment address {address!r} is not a loopback host:port; use 127.0.0.1:PORT "
-                             "(a multi-organisation deployment runs the README's commands on each machine)")
+                             "(a multi-organisation deployment runs the commands of docs/pfcr.md on each machine)")
     return address
 
 

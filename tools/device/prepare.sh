@@ -3,7 +3,7 @@
 # the cached datasets (gzipped) and wheels of the locked packages that machine's image lacks.
 #   tools/device/prepare.sh [DATASET ...]        (default: ml-1m)
 # Then, through the device tool: carry [".device"], command `bash tools/device/run.sh '<privrec args>' ...`.
-# .device/ is ignored by git (it is data, not source); see the README's "On a GPU" paragraph.
+# .device/ is ignored by git (it is data, not source); see the README's "Long runs" paragraph.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 out=.device

@@ -6,7 +6,7 @@
 # after each epoch and its record when it ends, so a command cut by the timeout keeps its finished runs.
 # Back in $OUT: log<i> per command, results.tar with each --out folder and its OUT.progress.jsonl, and
 # states.tar with the OUT.state/ folders of unfinished runs (apart: the tool returns files up to 16 MB,
-# and states are the large part). Unpack here with `tar xf`, then merge: see the README's "On a GPU".
+# and states are the large part). Unpack here with `tar xf`, then merge: see the README's "Long runs".
 set -uo pipefail
 src=.device
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$src"/wheels/*.whl || exit 1
