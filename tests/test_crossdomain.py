@@ -282,7 +282,15 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
                        add_progress=[tmp_path / "out.progress.jsonl"], train_missing=False)
     assert not any("] epoch" in m for m in logs) and len(part["missing"]) == 4
     assert all(m.endswith("|2") for m in part["missing"])
-    assert "Partial report: 8 of 12 training runs finished" in (tmp_path / "part" / "results.md").read_text()
+    report = (tmp_path / "part" / "results.md").read_text()
+    assert "Partial report: 8 of 12 training runs finished" in report
+    # the 4 missing runs priced at their methods' mean time over the finished ones
+    times = {}
+    for r in part["runs"]:
+        times.setdefault(r["labels"]["variant"], []).append(r["fit"]["seconds"])
+    want = sum(np.mean(times[k.split("|")[1]]) for k in part["missing"])
+    assert part["remaining"]["runs"] == 4 and part["remaining"]["seconds"] == pytest.approx(want)
+    assert "CPU-hours** (each at the mean wall time" in report
     with pytest.raises(PrivrecError, match="no finished runs"):
         P.reproduce(replace(cfg, seeds=(5,)), tmp_path / "none", log=lambda m: None, data=data, train_missing=False)
     assert not (tmp_path / "none").exists() and not (tmp_path / "none.published").exists()

@@ -195,3 +195,35 @@ def test_a_worker_ends_when_its_parent_is_killed(tmp_path):
         assert not _alive(worker)
     finally:
         parent.kill()
+
+
+def test_remaining_cost_prices_each_missing_run_at_its_methods_mean_time():
+    from privrec.experiments.report import partial_note
+    from privrec.experiments.runner import remaining_cost
+
+    def rec(method, seconds):
+        fit = {"best_epoch": 1, "epochs_run": 1, "seconds": seconds}
+        return RunRecord(f"{method}|{seconds}", 0, {"method": method}, fit, {})
+
+    done = [rec("a", 100.0), rec("a", 300.0), rec("b", 1000.0), RunRecord("old", 0, {"model": "b"}, {}, {})]
+    missing = [RunSpec("a|x", 1, {"method": "a"}), RunSpec("b|x", 1, {"method": "b"}),
+               RunSpec("c|x", 1, {"method": "c"})]               # c: no finished run, priced at the mean of all
+    cost = remaining_cost(missing, done)
+    assert cost == {"runs": 3, "seconds": 200.0 + 1000.0 + 1400.0 / 3, "unpriced": 1}
+    assert remaining_cost([], done) == {}
+    assert remaining_cost(missing, [done[-1]]) == {"runs": 3, "seconds": None, "unpriced": 3}
+    line = partial_note(4, {"missing": [s.key for s in missing], "remaining": cost})[0]
+    assert line.startswith("**Partial report: 4 of 7 runs finished**; not yet run: `a|x`, `b|x`, `c|x`.")
+    assert "about **0.5 CPU-hours**" in line and "1 of a method with no finished run yet" in line
+    assert partial_note(4, {"missing": []}) == []
+
+
+def test_a_report_only_call_estimates_what_the_missing_runs_cost(tmp_path):
+    out = tmp_path / "out"
+    toy = Toy({"a": 1, "b": 1})
+    toy.runs = lambda: [RunSpec("a|0", 0, {"model": "a"})]
+    execute(toy, out, log=lambda m: None)
+    full = Toy({"a": 1, "b": 1})
+    outcome = execute(full, out, train_missing=False, log=lambda m: None)
+    assert full.trained == [] and sorted(outcome.missing) == ["a|1", "b|0", "b|1"]
+    assert outcome.remaining["runs"] == 3 and outcome.remaining["unpriced"] == 3   # Toy records carry no time

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from privrec.experiments.caps import stopped_early
 from privrec.experiments.dipsgnn import PAPER_GAP, PAPER_TABLE, ablation_cells, grid, labels, run_key
-from privrec.experiments.report import aggregate, fmt_num, markdown_table, save_report, trailer
+from privrec.experiments.report import aggregate, fmt_num, markdown_table, partial_note, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note
 
 COLS = {"R@20": "hr@20", "M@20": "mrr@20", "R@10": "hr@10", "M@10": "mrr@10", "R@5": "hr@5", "M@5": "mrr@5"}
@@ -98,7 +98,7 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
     return {"kind": "dipsgnn", "config": cfg.to_dict(), "statistics": statistics(exp.inter, exp.split, cfg.max_len),
             "runs": [r.to_dict() for r in runs], "summary": summary, "claims": claims,
             "table": [lab for lab, _ in grid(cfg)][: len(cfg.methods) + int(cfg.honest and "DIPSGNN" in cfg.methods)],
-            "sweeps": figure_points(cfg, runs), "missing": outcome.missing, "environment_note": environment_note(outcome),
+            "sweeps": figure_points(cfg, runs), "missing": outcome.missing, "remaining": outcome.remaining, "environment_note": environment_note(outcome),
             "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
             "command": command, "environment": env}
 
@@ -148,10 +148,7 @@ def markdown(res: dict) -> str:
               "does not describe. Rating ≥ 4 is not stated in the paper; it is what reproduces these counts."
               if (st["items"], st["interactions"]) == (st["paper"]["items"], st["paper"]["interactions"]) else
               "A subsample (or other data): the counts are not comparable with the paper's."), ""]
-    if res.get("missing"):
-        miss = res["missing"]
-        lines += [f"**Partial report: {len(res['runs'])} of {len(res['runs']) + len(miss)} runs finished**; not yet "
-                  "run: " + ", ".join(f"`{k}`" for k in miss[:5]) + (" …" if len(miss) > 5 else ""), ""]
+    lines += partial_note(len(res["runs"]), res)
     lines += res.get("environment_note", [])
     header = ["method", *COLS, "paper R@20 / M@20 / R@10 / M@10", "ε₂ (paper's)", "true ε (unit)",
               "true ε per interaction", "ε₁"]

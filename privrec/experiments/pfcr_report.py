@@ -11,7 +11,7 @@ from pathlib import Path
 
 from privrec.experiments.caps import stopped_early
 from privrec.experiments.pfcr import cells, codec_of, prompt_variants, run_key, sweep_cells
-from privrec.experiments.report import aggregate, markdown_table, pm, save_report, trailer
+from privrec.experiments.report import aggregate, markdown_table, partial_note, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note
 
 COLS = {"R@10": "hr@10", "R@50": "hr@50", "N@10": "ndcg@10", "N@50": "ndcg@50"}
@@ -120,7 +120,7 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
     return {"kind": "pfcr", "config": cfg.to_dict(), "statistics": exp.data.statistics(), "domains": domains,
             "runs": [r.to_dict() for r in runs], "summary": summarise(cfg, runs, domains),
             "claims": claim(cfg, runs, domains), "fig3": fig3(cfg, runs, domains), "certificate_example": certs, "missing": outcome.missing,
-            "environment_note": environment_note(outcome),
+            "remaining": outcome.remaining, "environment_note": environment_note(outcome),
             "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
             "command": command, "environment": env}
 
@@ -221,6 +221,5 @@ def markdown(res: dict) -> str:
                   f"unit: {g['unit_of_privacy']}", f"parameters: {g['parameters']}",
                   f"valid: {g['valid']}  {g.get('validity', '')}", "```", ""]
     lines += res.get("environment_note", [])
-    if res["missing"]:
-        lines += [f"**Missing runs** ({len(res['missing'])}): " + ", ".join(f"`{k}`" for k in res["missing"][:6]), ""]
+    lines += partial_note(len(res["runs"]), res, show=6)
     return "\n".join(lines + trailer(res)) + "\n"

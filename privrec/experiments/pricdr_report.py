@@ -9,7 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from privrec.experiments.caps import stopped_early
-from privrec.experiments.report import aggregate, certificates, fmt_num, markdown_table, pm, save_report, trailer
+from privrec.experiments.report import (
+    aggregate,
+    certificates,
+    fmt_num,
+    markdown_table,
+    partial_note,
+    pm,
+    save_report,
+    trailer,
+)
 from privrec.experiments.runner import Outcome, RunRecord, environment_note
 from privrec.experiments.stats import paired, paired_cell
 
@@ -173,7 +182,7 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
     res = {"kind": "pricdr", "config": cfg.to_dict(), "statistics": exp.data.statistics(),
            "runs": [r.to_dict() for r in runs], "summary": summarise(runs, cfg.train.patience, cfg.train.eval_every),
            "claims": claims(runs, cfg.to_dict()), "certificates": certificates(exp.published),
-           "published": f"{exp.published.name}/", "missing": outcome.missing,
+           "published": f"{exp.published.name}/", "missing": outcome.missing, "remaining": outcome.remaining,
            "environment_note": environment_note(outcome),
            "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
            "command": command, "environment": env}
@@ -231,10 +240,7 @@ def markdown(res: dict) -> str:
              f"Table 1 releases: ε = {cfg['epsilon']:g} (the paper's ε), n′ = {cfg['n_prime']}, SJLT density "
              f"sp = {cfg['sp']}, calibration '{cfg['calibration']}' (Alg. 1's w); the true guarantee of each release is "
              "in its certificate (below) and next to every figure point.", ""]
-    if res.get("missing"):
-        miss = res["missing"]
-        lines += [f"**Partial report: {len(res['runs'])} of {len(res['runs']) + len(miss)} runs finished**; "
-                  "not yet run: " + ", ".join(f"`{k}`" for k in miss[:5]) + (" …" if len(miss) > 5 else ""), ""]
+    lines += partial_note(len(res["runs"]), res)
     lines += res.get("environment_note", [])
     for target, source in cfg["directions"]:
         cells = table1_cells(cfg, target, source)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from privrec.experiments.caps import stopped_early
 from privrec.experiments.pricdsr import PriCDSRConfig
-from privrec.experiments.report import aggregate, markdown_table, pm, save_report, trailer
+from privrec.experiments.report import aggregate, markdown_table, partial_note, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord, environment_note
 from privrec.experiments.stats import log_trend, paired, paired_cell, signed
 
@@ -107,7 +107,7 @@ def result(cfg: PriCDSRConfig, data, outcome: Outcome, *, command: str | None, p
     return {"kind": "pricdsr", "config": cfg.to_dict(), "statistics": data.statistics(),
             "runs": [r.to_dict() for r in runs], "certificates": certificates(cfg, data, runs),
             "summary": summarise(runs, cfg), "claim": claim_check(runs, cfg.epsilon),
-            "sweep": sweep_check(runs, cfg.table3_directions), "missing": outcome.missing,
+            "sweep": sweep_check(runs, cfg.table3_directions), "missing": outcome.missing, "remaining": outcome.remaining,
             "other_lock": outcome.other_lock, "environment_note": environment_note(outcome),
             "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
             "command": command, "published": published, "environment": env}
@@ -140,11 +140,8 @@ def markdown(res: dict) -> str:
              f"protocol); 'full' = ranked against all items, history masked. L = {cfg['max_len']}, T = "
              f"{cfg['window']}, encoder {cfg['encoder']}." + (f" Quick run on {cfg['max_users']} users."
                                                               if cfg["max_users"] else ""), ""]
-    if res.get("missing"):
-        n_done, miss = len(runs), res["missing"]
-        lines += [f"**Partial report: {n_done} of {n_done + len(miss)} training runs finished**; rows average the "
-                  "seeds that have finished (column 'seeds'). Not yet run: " + ", ".join(f"`{k}`" for k in miss[:6])
-                  + (f" and {len(miss) - 6} more (`results.json` → `missing`)" if len(miss) > 6 else "") + ".", ""]
+    lines += partial_note(len(runs), res, noun="training runs",
+                          extra="rows average the seeds that have finished (column 'seeds'); ", show=6)
     lines += res.get("environment_note", [])
     lines += ["## Dataset (Table I analog)", "",
               markdown_table(["domain", "users", "items", "interactions", "avg. length"],

@@ -92,6 +92,25 @@ def save_report(out_dir: str | os.PathLike, result: dict, markdown: str,
     return out
 
 
+def partial_note(n_done: int, res: dict, noun: str = "runs", extra: str = "", show: int = 5) -> list[str]:
+    """The line of a report written before every run finished: how many did, which did not (the first
+    ``show`` keys; all are in ``results.json`` → ``missing``), and what the rest should cost
+    (``res["remaining"]``: :func:`privrec.experiments.runner.remaining_cost`). Empty when none is missing."""
+    miss = res.get("missing") or []
+    if not miss:
+        return []
+    keys = ", ".join(f"`{k}`" for k in miss[:show])
+    more = f" and {len(miss) - show} more (`results.json` → `missing`)" if len(miss) > show else ""
+    line = f"**Partial report: {n_done} of {n_done + len(miss)} {noun} finished**; {extra}not yet run: {keys}{more}."
+    cost = res.get("remaining") or {}
+    if cost.get("seconds") is not None:
+        line += (f" The missing runs should take about **{cost['seconds'] / 3600:.1f} CPU-hours** (each at the mean "
+                 "wall time of its method's finished runs, one thread per run; runs with a saved state counted "
+                 "whole" + (f"; {cost['unpriced']} of a method with no finished run yet, at the mean of all)"
+                            if cost.get("unpriced") else ")") + ".")
+    return [line, ""]
+
+
 def trailer(res: dict) -> list[str]:
     """The last lines of every reproduction report: the command that wrote it and the training time."""
     lines = [f"This report was written by: `{res['command']}`", ""] if res.get("command") else []

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from privrec.experiments.caps import stopped_early
-from privrec.experiments.report import aggregate, certificates, markdown_table, pm, save_report, trailer
+from privrec.experiments.report import aggregate, certificates, markdown_table, partial_note, pm, save_report, trailer
 from privrec.experiments.rr import TRAIN_OVERRIDES, WINDOW_USERS
 from privrec.experiments.runner import Outcome, RunRecord, environment_note
 
@@ -115,7 +115,7 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
             "validity": validity(exp.split.history("test").lengths, [*cfg.epsilons, cfg.ablation_epsilon,
                                                                         cfg.positional_epsilon]),
             "certificates": certificates(exp.published), "published": f"{exp.published.name}/",
-            "missing": outcome.missing, "environment_note": environment_note(outcome),
+            "missing": outcome.missing, "remaining": outcome.remaining, "environment_note": environment_note(outcome),
             "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
             "command": command, "environment": env}
 
@@ -165,10 +165,7 @@ def markdown(res: dict) -> str:
              "and validation histories are its prefix. Not perturbed (as in the paper): training labels and "
              "held-out items. Users outside Thm 3.1 (keep < 1/2) do not publish "
              f"(policy '{cfg['short']}'): they add no training data and are evaluated from an empty history.", ""]
-    if res.get("missing"):
-        miss = res["missing"]
-        lines += [f"**Partial report: {len(res['runs'])} of {len(res['runs']) + len(miss)} runs finished**; "
-                  "not yet run: " + ", ".join(f"`{k}`" for k in miss[:5]) + (" …" if len(miss) > 5 else ""), ""]
+    lines += partial_note(len(res["runs"]), res)
     lines += res.get("environment_note", [])
     header = ["method", "non-private"] + [f"ε = {e:g}" for e in eps]
     for col in PAPER["metrics"]:

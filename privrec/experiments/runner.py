@@ -180,6 +180,33 @@ def append_progress(path: Path, fingerprint: str, record: RunRecord) -> None:
     append_json_line(path, {"fingerprint": fingerprint, "key": record.key, "run": record.to_dict()})
 
 
+def method_of(labels: dict) -> str:
+    """The method a run trains: its ``method`` label (PriCDSR's grid calls it ``variant``; records older
+    than either, ``model``)."""
+    return str(next((labels[k] for k in ("method", "variant", "model") if k in labels), ""))
+
+
+def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord]) -> dict:
+    """What the runs not yet finished should cost: each priced at the mean training time (``fit["seconds"]``:
+    one run's wall time, on one thread beside the other jobs of its invocation) of the finished runs of its
+    method, or of all finished runs when its method has none yet (``unpriced`` counts those). A run with a
+    saved state counts whole, so the estimate is an upper bound on what it still needs. Empty when
+    nothing is missing; ``seconds`` is None when no finished run has a recorded time."""
+    if not missing:
+        return {}
+    times: dict[str, list[float]] = {}
+    for r in records:
+        if isinstance(r.fit.get("seconds"), (int, float)):
+            times.setdefault(method_of(r.labels), []).append(float(r.fit["seconds"]))
+    every = [t for ts in times.values() for t in ts]
+    if not every:
+        return {"runs": len(missing), "seconds": None, "unpriced": len(missing)}
+    overall = float(np.mean(every))
+    priced = [float(np.mean(times[m])) if (m := method_of(s.labels)) in times else None for s in missing]
+    return {"runs": len(missing), "seconds": sum(overall if c is None else c for c in priced),
+            "unpriced": sum(c is None for c in priced)}
+
+
 # ------------------------------------------------------------------------------------ execute
 @dataclass
 class Outcome:
@@ -187,6 +214,7 @@ class Outcome:
     missing: list[str]                  # keys not finished (report-only, or failed)
     progress: Path
     other_lock: list[str]               # keys finished under another lock than this checkout's
+    remaining: dict = field(default_factory=dict)   # cost estimate of the missing runs (remaining_cost)
 
 
 _WATCHING: list[int] = []                   # the parent pid a worker's watchdog follows (set once per worker)
@@ -321,7 +349,8 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
         raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
     mine = lock_digest()
     other = [r.key for r in records if r.environment.get("lock_sha256") not in (None, mine)]
-    return Outcome(records, missing, progress, other)
+    by_key = {s.key: s for s in specs}
+    return Outcome(records, missing, progress, other, remaining_cost([by_key[k] for k in missing], records))
 
 
 def trained_on(env: dict) -> str:
