@@ -216,6 +216,10 @@ def test_remaining_cost_prices_each_missing_run_at_its_methods_mean_time():
     assert line.startswith("**Partial report: 4 of 7 runs finished**; not yet run: `a|x`, `b|x`, `c|x`.")
     assert "about **0.5 CPU-hours**" in line and "1 of a method with no finished run yet" in line
     assert partial_note(4, {"missing": []}) == []
+    gpu = rec("a", 5.0)                                          # a GPU run does not price a CPU-hour estimate
+    gpu.environment = {"accelerator": "NVIDIA H200"}
+    assert remaining_cost(missing[:1], [*done, gpu])["seconds"] == 200.0
+    assert remaining_cost(missing[:1], [gpu])["seconds"] == 5.0   # ... unless nothing ran on a CPU
 
 
 def test_a_report_only_call_estimates_what_the_missing_runs_cost(tmp_path):

@@ -188,16 +188,17 @@ def method_of(labels: dict) -> str:
 
 def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord]) -> dict:
     """What the runs not yet finished should cost: each priced at the mean training time (``fit["seconds"]``:
-    one run's wall time, on one thread beside the other jobs of its invocation) of the finished runs of its
-    method, or of all finished runs when its method has none yet (``unpriced`` counts those). A run with a
+    one run's wall time, on one thread beside the other jobs of its invocation) of the finished CPU runs of
+    its method (all runs where none ran on a CPU), or of all finished runs when its method has none yet (``unpriced`` counts those). A run with a
     saved state counts whole, so the estimate is an upper bound on what it still needs. Empty when
     nothing is missing; ``seconds`` is None when no finished run has a recorded time."""
     if not missing:
         return {}
     times: dict[str, list[float]] = {}
-    for r in records:
-        if isinstance(r.fit.get("seconds"), (int, float)):
-            times.setdefault(method_of(r.labels), []).append(float(r.fit["seconds"]))
+    timed = [r for r in records if isinstance(r.fit.get("seconds"), (int, float))]
+    on_cpu = [r for r in timed if trained_on(r.environment) == "cpu"]
+    for r in on_cpu or timed:                     # GPU runs price a CPU-hour estimate only when nothing ran on CPU
+        times.setdefault(method_of(r.labels), []).append(float(r.fit["seconds"]))
     every = [t for ts in times.values() for t in ts]
     if not every:
         return {"runs": len(missing), "seconds": None, "unpriced": len(missing)}
