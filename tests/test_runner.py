@@ -220,6 +220,11 @@ def test_remaining_cost_prices_each_missing_run_at_its_methods_mean_time():
     gpu.environment = {"accelerator": "NVIDIA H200"}
     assert remaining_cost(missing[:1], [*done, gpu])["seconds"] == 200.0
     assert remaining_cost(missing[:1], [gpu])["seconds"] == 5.0   # ... unless nothing ran on a CPU
+    long = [rec("a", 100.0), rec("a", 300.0)]
+    for r, n in zip(long, (10, 30)):
+        r.fit["epochs_run"] = n                                   # mean 20 epochs; a cap of 5 is a quarter of that
+    assert remaining_cost(missing[:1], long, {"a|x": (5, 1, 1)})["seconds"] == 50.0
+    assert remaining_cost(missing[:1], long, {"a|x": (50, 1, 1)})["seconds"] == 200.0
 
 
 def test_a_report_only_call_estimates_what_the_missing_runs_cost(tmp_path):

@@ -105,8 +105,8 @@ def partial_note(n_done: int, res: dict, noun: str = "runs", extra: str = "", sh
     cost = res.get("remaining") or {}
     if cost.get("seconds") is not None:
         line += (f" The missing runs should take about **{cost['seconds'] / 3600:.1f} CPU-hours** (each at the mean "
-                 "wall time of its method's finished runs, one thread per run; runs with a saved state counted "
-                 "whole" + (f"; {cost['unpriced']} of a method with no finished run yet, at the mean of all)"
+                 "wall time of its method's finished CPU runs, one thread per run, scaled to its epoch cap; runs "
+                 "with a saved state counted whole" + (f"; {cost['unpriced']} of a method with no finished run yet, at the mean of all)"
                             if cost.get("unpriced") else ")") + ".")
     return [line, ""]
 

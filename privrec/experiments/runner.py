@@ -186,24 +186,38 @@ def method_of(labels: dict) -> str:
     return str(next((labels[k] for k in ("method", "variant", "model") if k in labels), ""))
 
 
-def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord]) -> dict:
-    """What the runs not yet finished should cost: each priced at the mean training time (``fit["seconds"]``:
-    one run's wall time, on one thread beside the other jobs of its invocation) of the finished CPU runs of
-    its method (all runs where none ran on a CPU), or of all finished runs when its method has none yet (``unpriced`` counts those). A run with a
-    saved state counts whole, so the estimate is an upper bound on what it still needs. Empty when
+def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
+                   cap: dict[str, tuple[int, int, int]] | None = None) -> dict:
+    """What the runs not yet finished should cost. Each is priced at the mean training time (``fit["seconds"]``:
+    one run's wall time, on one thread beside the other jobs of its invocation) of the finished runs of its
+    method — on the CPU where any ran there, since a GPU seed takes minutes where a CPU run takes hours — scaled
+    down where the run's epoch cap (``cap[key][0]``) is below those runs' mean epoch count (a sweep on a smaller
+    budget); a method with no finished run yet is priced at the mean of all (``unpriced`` counts those). A run
+    with a saved state counts whole, so the estimate is an upper bound on what it still needs. Empty when
     nothing is missing; ``seconds`` is None when no finished run has a recorded time."""
     if not missing:
         return {}
-    times: dict[str, list[float]] = {}
     timed = [r for r in records if isinstance(r.fit.get("seconds"), (int, float))]
     on_cpu = [r for r in timed if trained_on(r.environment) == "cpu"]
-    for r in on_cpu or timed:                     # GPU runs price a CPU-hour estimate only when nothing ran on CPU
-        times.setdefault(method_of(r.labels), []).append(float(r.fit["seconds"]))
-    every = [t for ts in times.values() for t in ts]
-    if not every:
+    runs: dict[str, list[RunRecord]] = {}
+    for r in on_cpu or timed:
+        runs.setdefault(method_of(r.labels), []).append(r)
+    if not runs:
         return {"runs": len(missing), "seconds": None, "unpriced": len(missing)}
-    overall = float(np.mean(every))
-    priced = [float(np.mean(times[m])) if (m := method_of(s.labels)) in times else None for s in missing]
+    overall = float(np.mean([r.fit["seconds"] for rs in runs.values() for r in rs]))
+
+    def price(spec: RunSpec) -> float | None:
+        rs = runs.get(method_of(spec.labels))
+        if not rs:
+            return None
+        seconds = float(np.mean([r.fit["seconds"] for r in rs]))
+        epochs = [r.fit["epochs_run"] for r in rs if isinstance(r.fit.get("epochs_run"), int)]
+        limit = (cap or {}).get(spec.key, (None,))[0]
+        if epochs and limit:
+            seconds *= min(1.0, limit / float(np.mean(epochs)))
+        return seconds
+
+    priced = [price(s) for s in missing]
     return {"runs": len(missing), "seconds": sum(overall if c is None else c for c in priced),
             "unpriced": sum(c is None for c in priced)}
 
@@ -351,7 +365,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
     mine = lock_digest()
     other = [r.key for r in records if r.environment.get("lock_sha256") not in (None, mine)]
     by_key = {s.key: s for s in specs}
-    return Outcome(records, missing, progress, other, remaining_cost([by_key[k] for k in missing], records))
+    return Outcome(records, missing, progress, other, remaining_cost([by_key[k] for k in missing], records, cap))
 
 
 def trained_on(env: dict) -> str:
