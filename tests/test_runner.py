@@ -225,6 +225,9 @@ def test_remaining_cost_prices_each_missing_run_at_its_methods_mean_time():
         r.fit["epochs_run"] = n                                   # mean 20 epochs; a cap of 5 is a quarter of that
     assert remaining_cost(missing[:1], long, {"a|x": (5, 1, 1)})["seconds"] == 50.0
     assert remaining_cost(missing[:1], long, {"a|x": (50, 1, 1)})["seconds"] == 200.0
+    for r in long:
+        r.fit["epochs_run"] = 0                                   # a multi-part run's top-level count can be 0
+    assert remaining_cost(missing[:1], long, {"a|x": (5, 1, 1)})["seconds"] == 200.0
 
 
 def test_a_report_only_call_estimates_what_the_missing_runs_cost(tmp_path):

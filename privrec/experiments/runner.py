@@ -213,7 +213,7 @@ def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
         seconds = float(np.mean([r.fit["seconds"] for r in rs]))
         epochs = [r.fit["epochs_run"] for r in rs if isinstance(r.fit.get("epochs_run"), int)]
         limit = (cap or {}).get(spec.key, (None,))[0]
-        if epochs and limit:
+        if limit and epochs and np.mean(epochs) > 0:          # (a run of several trainings may record 0 epochs)
             seconds *= min(1.0, limit / float(np.mean(epochs)))
         return seconds
 
