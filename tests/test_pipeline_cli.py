@@ -1,6 +1,7 @@
 """Tiny end-to-end runs: train -> checkpoint -> recommend / evaluate, and CLI error paths."""
 
 import json
+import shlex
 
 import numpy as np
 import pytest
@@ -103,6 +104,13 @@ def test_progress_records_of_a_run_that_never_reported_merge_with_reports(tiny_i
     assert merged["aggregate"]["test"] == both["aggregate"]["test"]
     assert merged["aggregate"]["test_other_masking"] == both["aggregate"]["test_other_masking"]
     assert "checkpoint" not in merged["runs"][0] and merged["runs"][1]["checkpoint"] == "gru4rec-seed1.pt"
+    # every report names the command that wrote it, a merge the commands of its parts too
+    one = shlex.join(["privrec", *args, "--seeds", "1", "--out", str(tmp_path / "one")])
+    assert f"This report was written by: `{one}`" in (tmp_path / "one" / "results.md").read_text()
+    assert json.loads(line)["command"] == shlex.join(["privrec", *args, "--seeds", "0", "--out", str(tmp_path / "zero")])
+    report = (tmp_path / "m" / "results.md").read_text()
+    assert "This report was written by: `privrec results merge " in report
+    assert f"seeds [1] by `{one}`" in report and "seeds [0] by `privrec train gru4rec" in report
     (tmp_path / "empty.progress.jsonl").write_text("{cut\n")
     assert main(["results", "merge", str(tmp_path / "empty.progress.jsonl"), "--out", str(tmp_path / "x")]) == 2
     assert not (tmp_path / "x").exists()

@@ -85,6 +85,9 @@ def _os_error(exc: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from privrec.cli.options import INVOCATION
+
+    INVOCATION[:] = argv                          # what reports and records name as the command that made them
     debug = "--debug" in argv
     previous = _process_setup()
     try:

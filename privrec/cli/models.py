@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from privrec.cli.options import eval_config, eval_options, parse_assignments, parse_seeds
+from privrec.cli.options import command_line, eval_config, eval_options, parse_assignments, parse_seeds
 from privrec.errors import ParameterError
 from privrec.models import MODELS
 
@@ -175,10 +175,13 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     # each seed's result as soon as it is tested: a durable record while later seeds still train
     progress = Path(str(out_dir).rstrip("/") + ".progress.jsonl")
     env = environment()
-    record = lambda run: append_json_line(progress, {"config": cfg.to_dict(), "run": run, "environment": env})
+    command = command_line()
+    record = lambda run: append_json_line(progress, {"config": cfg.to_dict(), "run": run, "environment": env,
+                                                     "command": command})
     with atomic_dir(out_dir) as tmp:
         result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir, on_run=record,
                          both_maskings=True)
+        result["command"] = command
         write_report(tmp, result, SR.markdown(result))
     shutil.rmtree(state_dir, ignore_errors=True)
     progress.unlink(missing_ok=True)                  # the report holds every seed now

@@ -9,6 +9,24 @@ import click
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 
+INVOCATION: list[str] = []          # the arguments ``privrec.cli.main`` was called with (set there)
+
+
+def command_line() -> str | None:
+    """The command as the user gave it, for reports and records: ``privrec`` + the arguments
+    :func:`privrec.cli.main` received; outside ``main``, the process's own argv when it is ``privrec``
+    (or ``python -m privrec``), else click's command path."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    if INVOCATION:
+        return shlex.join(["privrec", *INVOCATION])
+    if sys.argv and Path(sys.argv[0]).name in ("privrec", "__main__.py"):
+        return shlex.join(["privrec", *sys.argv[1:]])
+    ctx = click.get_current_context(silent=True)
+    return ctx.command_path if ctx else None
+
 
 def grid_options(f):
     """The runner's options of every ``reproduce`` command: threads, parallel jobs, resume, merging

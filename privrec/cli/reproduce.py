@@ -7,24 +7,13 @@ from pathlib import Path
 
 import click
 
-from privrec.cli.options import grid_options, parse_seeds
+from privrec.cli.options import command_line, grid_options, parse_seeds
 from privrec.errors import ParameterError
 
 
 @click.group()
 def reproduce() -> None:
     """Reproduce a paper's tables on real data (reports: JSON, Markdown, plots)."""
-
-
-def _command_line() -> str | None:
-    """The command as typed (``privrec ...`` or ``python -m privrec ...``), else click's command path."""
-    import shlex
-    import sys
-
-    if sys.argv and Path(sys.argv[0]).name in ("privrec", "__main__.py"):
-        return shlex.join(["privrec", *sys.argv[1:]])
-    ctx = click.get_current_context(silent=True)
-    return ctx.command_path if ctx else None
 
 
 def _grid_setup(module, quick: bool, seeds: str | None, methods: str | None, threads: int | None) -> dict:
@@ -52,7 +41,7 @@ def _launch(reproduce_fn, cfg, name: str, quick: bool, out: str, epochs: int | N
     log(f"{name} reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, {cfg.train.epochs} epochs "
         f"max, report in {out}")
     return cfg, reproduce_fn(cfg, out, log=log, resume=resume, add_progress=add_progress,
-                             train_missing=not report_only, keep_capped_states=not quick, command=_command_line(),
+                             train_missing=not report_only, keep_capped_states=not quick, command=command_line(),
                              workers=jobs, threads=threads or 1)
 
 
@@ -97,7 +86,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
         cfg = replace(cfg, epsilons=values)
     log(f"PriCDSR reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, "
         f"{cfg.train.epochs} epochs max, report in {out}")
-    command = _command_line()
+    command = command_line()
     result = P.reproduce(cfg, out, log=log, data=data, resume=resume, add_progress=add_progress,
                          train_missing=not report_only, keep_capped_states=not quick, command=command,
                          workers=jobs, threads=threads or 1)

@@ -41,7 +41,10 @@ def merge(files: tuple[str, ...], out: str) -> None:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DataFormatError(f"{f}: not a results.json ({exc}); pass the results.json written by `privrec train` "
                                   "or its OUT.progress.jsonl") from None
+    from privrec.cli.options import command_line
+
     merged = SR.merge_seeds(loaded)
+    merged["command"] = command_line()
     write_report(out, merged, SR.markdown(merged))
     click.echo(f"{merged['protocol']}, test split, seeds {merged['config']['seeds']}:")
     click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], SR.summary_rows(merged)))

@@ -96,6 +96,11 @@ def markdown(result: dict) -> str:
     env = result["environment"]
     lines += ["", f"privrec {env['privrec']} (git {env['git_commit']}), torch {env['torch']}, numpy {env['numpy']}, "
                   f"Python {env['python']}; total {result['seconds']} s."]
+    if result.get("command"):
+        lines += ["", f"This report was written by: `{result['command']}`"]
+    parts = [p for p in result.get("merged_from", []) if p.get("command")]
+    if parts:
+        lines += ["", "Merged from: " + "; ".join(f"seeds {p['seeds']} by `{p['command']}`" for p in parts) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -161,6 +166,7 @@ def result_from_progress(records: Sequence[dict], dataset: dict, source: str = "
         "aggregate": aggregates(runs),
         "seconds": round(sum(float(r["fit"]["seconds"]) for r in runs), 1),
         "environment": records[-1].get("environment") or missing,
+        "command": records[-1].get("command"),
     }
 
 
@@ -197,5 +203,6 @@ def merge_seeds(results: Sequence[dict]) -> dict:
         "aggregate": aggregates(runs),
         "seconds": round(sum(float(r["seconds"]) for r in results), 1),
         "environment": results[-1]["environment"],
-        "merged_from": [{"seeds": [run["seed"] for run in r["runs"]], "environment": r["environment"]} for r in results],
+        "merged_from": [{"seeds": [run["seed"] for run in r["runs"]], "environment": r["environment"],
+                         "command": r.get("command")} for r in results],
     }
