@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,3 +25,20 @@ def timed(fn: Callable[[], T], repeat: int = 1) -> tuple[float, T]:
         out = fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), out  # type: ignore[return-value]
+
+
+def step_seconds(batches: Iterable, loss: Callable, optimizer, n: int) -> float:
+    """Mean wall-clock seconds of one training step — ``optimizer.zero_grad()``, ``loss(batch).backward()``,
+    ``optimizer.step()`` — over ``n`` batches after one warm-up batch (mean, not median: batches of
+    different lengths differ in cost by design)."""
+    times = []
+    for i, batch in enumerate(batches):
+        if i > n:
+            break
+        t0 = time.perf_counter()
+        optimizer.zero_grad()
+        loss(batch).backward()
+        optimizer.step()
+        if i:                                   # the first batch warms up
+            times.append(time.perf_counter() - t0)
+    return statistics.fmean(times)

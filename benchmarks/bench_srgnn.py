@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import resource
-import time
 
 import numpy as np
 import torch
+from _timing import step_seconds
 
 
 def main() -> None:
@@ -48,18 +48,8 @@ def main() -> None:
         task = task_for(model, split, inter.n_items, max_len)
         n = task.n_train_windows
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    batches = task.train_batches(args.batch_size, np.random.default_rng(0))
-    times = []
-    for i, batch in enumerate(batches):
-        if i > args.batches:
-            break
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        model.loss(batch).backward()
-        opt.step()
-        if i:                                   # the first batch warms up
-            times.append(time.perf_counter() - t0)
-    per_batch = float(np.mean(times))            # mean: bucketed batches differ in cost by design
+    per_batch = step_seconds(task.train_batches(args.batch_size, np.random.default_rng(0)), model.loss, opt,
+                             args.batches)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     order = "bucketed" if args.bucket and args.protocol == "dipsgnn" else "random order"
     print(f"| {args.model} (h={args.hidden}{', T=1' if 'gnn' in args.model else ''}) ML-1M prefixes ({args.protocol} protocol, {order}), "

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import resource
 import sys
-import time
 
-import _recbole  # first: compatibility shims for RecBole 1.2.1
-import numpy as np
+import _recbole  # first: compatibility shims for RecBole 1.2.1 (and the repository root on the path)
 import torch
 from recbole.data import create_dataset, data_preparation
 from recbole.utils import get_model, init_seed
+
+sys.path.insert(0, _recbole.ROOT + "/benchmarks")
+from _timing import step_seconds  # the benchmarks' shared timing loop
 
 
 def main(batches: int = 30, batch_size: int = 512, threads: int = 1) -> None:
@@ -27,17 +28,7 @@ def main(batches: int = 30, batch_size: int = 512, threads: int = 1) -> None:
     train, _, _ = data_preparation(config, create_dataset(config))
     model = get_model(config["model"])(config, train.dataset)
     opt = torch.optim.Adam(model.parameters(), lr=config["learning_rate"])
-    times = []
-    for i, inter in enumerate(train):
-        if i > batches:
-            break
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        model.calculate_loss(inter).backward()
-        opt.step()
-        if i:                                   # the first batch warms up
-            times.append(time.perf_counter() - t0)
-    per_batch = float(np.mean(times))
+    per_batch = step_seconds(train, model.calculate_loss, opt, batches)
     n = len(train.dataset)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"| RecBole 1.2.1 SR-GNN (h=64, T=1) ML-1M prefixes (recbole protocol, random order), {threads} thread(s), "
