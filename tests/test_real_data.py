@@ -38,7 +38,7 @@ def test_cli_info_reports_counts(movielens, capsys):
 
 
 def test_ml1m_genre_domains_statistics(movielens):
-    """The default PriCDSR instance (README, Table I analog)."""
+    """The default PriCDSR instance (docs/pricdsr.md, Table I analog)."""
     from privrec.data.crossdomain import ML1M_GENRE_DOMAINS, ml1m_cross_domain
 
     data = ml1m_cross_domain(movielens("ml-1m"))

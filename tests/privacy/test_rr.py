@@ -64,7 +64,7 @@ def test_keep_probability_formula_and_pinned_values():
     # the paper's example: n = 4, "kept with probability 0.54", odds at most 1 in 10
     assert rr.keep_probabilities([4], 0.1)[0] == pytest.approx(0.5491, abs=1e-4)
     assert rr.guarantee(0.1, CYCLE4, lengths=[4]).epsilon == pytest.approx(0.1, rel=1e-12)
-    # the README's counterexample regime: n = 10, eps = 1e-4 gives keep 0.398 < 1/2
+    # the counterexample regime (README, mechanisms table): n = 10, eps = 1e-4 gives keep 0.398 < 1/2
     assert rr.keep_probabilities([10], 1e-4)[0] == pytest.approx(0.398, abs=1e-3)
     # replacement probabilities without cancellation
     q = rr.replace_probabilities([1, 1000], 1e12)
