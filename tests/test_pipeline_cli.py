@@ -111,6 +111,9 @@ def test_progress_records_of_a_run_that_never_reported_merge_with_reports(tiny_i
     report = (tmp_path / "m" / "results.md").read_text()
     assert "This report was written by: `privrec results merge " in report
     assert f"seeds [1] by `{one}`" in report and "seeds [0] by `privrec train gru4rec" in report
+    from privrec.cli.options import INVOCATION
+
+    assert INVOCATION == []                   # cleared when main returns: nothing stale for a later in-process call
     (tmp_path / "empty.progress.jsonl").write_text("{cut\n")
     assert main(["results", "merge", str(tmp_path / "empty.progress.jsonl"), "--out", str(tmp_path / "x")]) == 2
     assert not (tmp_path / "x").exists()

@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         import signal
 
+        INVOCATION.clear()                        # a later in-process call (click directly) must not inherit it
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
