@@ -43,11 +43,12 @@ lock-check:
 
 # Re-resolve the lock: after changing dependencies in pyproject.toml (CI fails until you do), and
 # deliberately now and then to move to newer releases (`make latest` shows whether they pass).
-# Existing pins are kept where they still satisfy the ranges; `make lock UPGRADE=1` takes the newest.
+# Existing pins are kept where they still satisfy the ranges; `make lock UPGRADE=1` takes the newest of
+# everything, `make lock UPGRADE_PACKAGE=name` (or "name==version") moves one package and what it needs.
 lock:
 	$(PYTHON) -m venv .lockenv && .lockenv/bin/python -m pip install -q $(PIPTOOLS)
 	.lockenv/bin/pip-compile --quiet --generate-hashes --allow-unsafe --all-extras --strip-extras \
-	  --no-emit-find-links --no-emit-index-url $(if $(UPGRADE),--upgrade) \
+	  --no-emit-find-links --no-emit-index-url $(if $(UPGRADE),--upgrade) $(foreach p,$(UPGRADE_PACKAGE),--upgrade-package '$(p)') \
 	  -c requirements/constraints.txt --output-file $(LOCK) pyproject.toml requirements/build.in
 	echo "# inputs-sha256: $$($(PYTHON) -c 'import sys; sys.path.insert(0, "requirements"); import check_lock; print(check_lock.inputs_digest())')" >> $(LOCK)
 	@$(PYTHON) requirements/check_lock.py && echo "wrote $(LOCK)"
