@@ -1,15 +1,23 @@
-"""privrec's SASRec computes RecBole's SASRec: copy a RecBole 1.2.1 SASRec's (random) weights into privrec's
-and compare eval-mode scores for users with a full 50-item history. Shorter histories differ by design:
-RecBole counts positions from the oldest item, privrec from the newest.
-Run: ``/tmp/rbv/bin/python benchmarks/recbole/transplant.py`` (set-up: ``_recbole.py``)."""
+"""privrec's SASRec and GRU4Rec compute RecBole's: copy a RecBole 1.2.1 model's (random) weights into privrec's
+and compare eval-mode scores on one test batch.
+
+SASRec: users with a full 50-item history. Shorter histories differ by design: RecBole counts positions
+from the oldest item, privrec from the newest. GRU4Rec: every user. RecBole pads histories at the end and
+reads the state at the last real item; privrec pads at the front and reads the final state, which is the
+same because a bias-free GRU keeps a zero state through zero (padding) embeddings.
+Run: ``/tmp/rbv/bin/python benchmarks/recbole/transplant.py [SASRec|GRU4Rec]`` (set-up: ``_recbole.py``)."""
 
 from __future__ import annotations
+
+import sys
 
 import _recbole  # first: compatibility shims for RecBole 1.2.1
 import torch
 from recbole.data import create_dataset, data_preparation
+from recbole.model.sequential_recommender.gru4rec import GRU4Rec as RecBoleGRU4Rec
 from recbole.model.sequential_recommender.sasrec import SASRec as RecBoleSASRec
 
+from privrec.models.gru4rec import GRU4Rec
 from privrec.models.sasrec import SASRec
 
 
@@ -29,26 +37,51 @@ def transplant(sd: dict[str, torch.Tensor], layers: int) -> dict[str, torch.Tens
     return new
 
 
-def main() -> None:
+def transplant_gru(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """RecBole's GRU4Rec state dict in privrec's names."""
+    names = {"item_embedding.": "item_embedding.", "gru_layers.": "gru.", "dense.": "proj."}
+    return {next(mine + k[len(theirs):] for theirs, mine in names.items() if k.startswith(theirs)): v
+            for k, v in sd.items()}
+
+
+def front_padded(seq: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
+    """RecBole's end-padded histories moved to privrec's front padding."""
+    width = seq.shape[1]
+    index = (torch.arange(width) + length[:, None]) % width          # rotate each row right by width - length
+    return torch.gather(seq, 1, index)
+
+
+def main(model: str = "SASRec") -> None:
     torch.set_num_threads(1)
-    config = _recbole.leaderboard_config("SASRec")
+    layers = 2
+    config = _recbole.leaderboard_config(model, num_layers=layers) if model == "GRU4Rec" else \
+        _recbole.leaderboard_config(model)
     ds = create_dataset(config)
     train, _, test = data_preparation(config, ds)
     torch.manual_seed(1)
-    theirs = RecBoleSASRec(config, train.dataset).eval()
+    if model == "GRU4Rec":
+        theirs = RecBoleGRU4Rec(config, train.dataset).eval()
+        mine = GRU4Rec(ds.item_num - 1, max_len=50, embedding=64, hidden=128, layers=layers).eval()
+    else:
+        theirs = RecBoleSASRec(config, train.dataset).eval()
+        mine = SASRec(ds.item_num - 1, max_len=50, hidden=64, layers=2, heads=2, inner=256).eval()
     for p in theirs.parameters():
         p.data.normal_(0, 0.1)
-    mine = SASRec(ds.item_num - 1, max_len=50, hidden=64, layers=2, heads=2, inner=256).eval()
-    mine.load_state_dict(transplant(theirs.state_dict(), 2), strict=True)
+    theirs.item_embedding.weight.data[0] = 0    # the padding item's row, zero as both models initialise it
+    mine.load_state_dict(transplant_gru(theirs.state_dict()) if model == "GRU4Rec"
+                         else transplant(theirs.state_dict(), 2), strict=True)
     batch = next(iter(test))[0]
-    full = batch["item_length"] == 50
+    length = batch["item_length"]
+    keep = torch.ones_like(length, dtype=torch.bool) if model == "GRU4Rec" else length == 50
     with torch.no_grad():
-        ref = theirs.full_sort_predict(batch)[full]
-        got = mine.score({"seq": batch["item_id_list"][full]})
+        ref = theirs.full_sort_predict(batch)[keep]
+        got = mine.score({"seq": front_padded(batch["item_id_list"], length)[keep]})
     got[:, 0] = ref[:, 0]                       # privrec scores padding -inf
-    print(f"{int(full.sum())} users with 50 items: max |score difference| {float((ref - got).abs().max()):.1e} "
+    what = f"{int(keep.sum())} users ({int(length.min())}-{int(length.max())} items)" if model == "GRU4Rec" \
+        else f"{int(keep.sum())} users with 50 items"
+    print(f"{model}: {what}: max |score difference| {float((ref - got).abs().max()):.1e} "
           f"(scores up to {float(ref.abs().max()):.2f})")
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:])
