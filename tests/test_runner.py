@@ -136,7 +136,8 @@ def test_a_smaller_grid_says_which_recorded_runs_its_report_leaves_out(tmp_path)
 def test_reports_say_which_runs_finished_on_a_gpu():
     """Runs record where they trained; a report names those that finished on a GPU (older records
     without the field: a CUDA build of torch), and says nothing when every run was on the CPU."""
-    from privrec.experiments.runner import Outcome, environment_note, trained_on
+    from privrec.experiments.provenance import environment_note, trained_on
+    from privrec.experiments.runner import Outcome
     from privrec.utils.repro import environment, lock_digest
 
     env = environment()
@@ -198,8 +199,8 @@ def test_a_worker_ends_when_its_parent_is_killed(tmp_path):
 
 
 def test_remaining_cost_prices_each_missing_run_at_its_methods_mean_time():
+    from privrec.experiments.provenance import remaining_cost
     from privrec.experiments.report import partial_note
-    from privrec.experiments.runner import remaining_cost
 
     def rec(method, seconds):
         fit = {"best_epoch": 1, "epochs_run": 1, "seconds": seconds}

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from privrec.experiments.caps import stopped_early
 from privrec.experiments.dipsgnn import PAPER_GAP, PAPER_TABLE, ablation_cells, grid, labels, run_key
+from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, fmt_num, markdown_table, partial_note, save_report, trailer
-from privrec.experiments.runner import Outcome, RunRecord, environment_note
+from privrec.experiments.runner import Outcome, RunRecord
 
 COLS = {"R@20": "hr@20", "M@20": "mrr@20", "R@10": "hr@10", "M@10": "mrr@10", "R@5": "hr@5", "M@5": "mrr@5"}
 CLAIM = "R@20"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from privrec.experiments.caps import stopped_early
 from privrec.experiments.pfcr import cells, codec_of, prompt_variants, run_key, sweep_cells
+from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, markdown_table, partial_note, pm, save_report, trailer
-from privrec.experiments.runner import Outcome, RunRecord, environment_note
+from privrec.experiments.runner import Outcome, RunRecord
 
 COLS = {"R@10": "hr@10", "R@50": "hr@50", "N@10": "ndcg@10", "N@50": "ndcg@50"}
 CLAIM = "R@10"

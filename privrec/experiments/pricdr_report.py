@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from privrec.experiments.caps import stopped_early
+from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import (
     aggregate,
     certificates,
@@ -19,7 +20,7 @@ from privrec.experiments.report import (
     save_report,
     trailer,
 )
-from privrec.experiments.runner import Outcome, RunRecord, environment_note
+from privrec.experiments.runner import Outcome, RunRecord
 from privrec.experiments.stats import paired, paired_cell
 
 COLS = ("hr@5 (sampled)", "ndcg@5 (sampled)", "mrr@5 (sampled)", "hr@10 (sampled)", "ndcg@10 (sampled)",

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from privrec.experiments.caps import stopped_early
 from privrec.experiments.pricdsr import PriCDSRConfig
+from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, markdown_table, partial_note, pm, save_report, trailer
-from privrec.experiments.runner import Outcome, RunRecord, environment_note
+from privrec.experiments.runner import Outcome, RunRecord
 from privrec.experiments.stats import log_trend, paired, paired_cell, signed
 
 CLAIM_METRICS = ("ndcg@10 (sampled)", "ndcg@10 (full)")

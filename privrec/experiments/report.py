@@ -95,7 +95,7 @@ def save_report(out_dir: str | os.PathLike, result: dict, markdown: str,
 def partial_note(n_done: int, res: dict, noun: str = "runs", extra: str = "", show: int = 5) -> list[str]:
     """The line of a report written before every run finished: how many did, which did not (the first
     ``show`` keys; all are in ``results.json`` → ``missing``), and what the rest should cost
-    (``res["remaining"]``: :func:`privrec.experiments.runner.remaining_cost`). Empty when none is missing."""
+    (``res["remaining"]``: :func:`privrec.experiments.provenance.remaining_cost`). Empty when none is missing."""
     miss = res.get("missing") or []
     if not miss:
         return []

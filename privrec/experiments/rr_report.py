@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from privrec.experiments.caps import stopped_early
+from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, certificates, markdown_table, partial_note, pm, save_report, trailer
 from privrec.experiments.rr import TRAIN_OVERRIDES, WINDOW_USERS
-from privrec.experiments.runner import Outcome, RunRecord, environment_note
+from privrec.experiments.runner import Outcome, RunRecord
 
 PAPER = {"metrics": ("hr@1 (sampled)", "ndcg@5 (sampled)"),
          "drop": {"RR-BERT4Rec": {"hr@1 (sampled)": -0.16, "ndcg@5 (sampled)": -0.12}},

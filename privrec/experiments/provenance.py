@@ -1,0 +1,91 @@
+"""Where a grid's runs came from and what the rest will cost: the method a run trains, the hardware it
+finished on, the report lines that flag runs from another lock or a GPU, and the CPU-hour estimate of the
+runs not yet finished (used by every ``reproduce`` report through :mod:`privrec.experiments.runner`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from privrec.utils.repro import lock_digest
+
+if TYPE_CHECKING:
+    from privrec.experiments.runner import Outcome, RunRecord, RunSpec
+
+
+def method_of(labels: dict) -> str:
+    """The method a run trains: its ``method`` label (PriCDSR's grid calls it ``variant``; records older
+    than either, ``model``)."""
+    return str(next((labels[k] for k in ("method", "variant", "model") if k in labels), ""))
+
+
+def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
+                   cap: dict[str, tuple[int, int, int]] | None = None) -> dict:
+    """What the runs not yet finished should cost. Each is priced at the mean training time (``fit["seconds"]``:
+    one run's wall time, on one thread beside the other jobs of its invocation) of the finished runs of its
+    method — on the CPU where any ran there, since a GPU seed takes minutes where a CPU run takes hours — scaled
+    down where the run's epoch cap (``cap[key][0]``) is below those runs' mean epoch count (a sweep on a smaller
+    budget); a method with no finished run yet is priced at the mean of all (``unpriced`` counts those). A run
+    with a saved state counts whole, so the estimate is an upper bound on what it still needs. Empty when
+    nothing is missing; ``seconds`` is None when no finished run has a recorded time."""
+    if not missing:
+        return {}
+    timed = [r for r in records if isinstance(r.fit.get("seconds"), (int, float))]
+    on_cpu = [r for r in timed if trained_on(r.environment) == "cpu"]
+    runs: dict[str, list[RunRecord]] = {}
+    for r in on_cpu or timed:
+        runs.setdefault(method_of(r.labels), []).append(r)
+    if not runs:
+        return {"runs": len(missing), "seconds": None, "unpriced": len(missing)}
+    overall = float(np.mean([r.fit["seconds"] for rs in runs.values() for r in rs]))
+
+    def price(spec: RunSpec) -> float | None:
+        rs = runs.get(method_of(spec.labels))
+        if not rs:
+            return None
+        seconds = float(np.mean([r.fit["seconds"] for r in rs]))
+        epochs = [r.fit["epochs_run"] for r in rs if isinstance(r.fit.get("epochs_run"), int)]
+        limit = (cap or {}).get(spec.key, (None,))[0]
+        if limit and epochs and np.mean(epochs) > 0:          # (a run of several trainings may record 0 epochs)
+            seconds *= min(1.0, limit / float(np.mean(epochs)))
+        return seconds
+
+    priced = [price(s) for s in missing]
+    return {"runs": len(missing), "seconds": sum(overall if c is None else c for c in priced),
+            "unpriced": sum(c is None for c in priced)}
+
+
+def trained_on(env: dict) -> str:
+    """Where a run finished: its recorded accelerator, or for records older than that field a CUDA
+    build of torch (``+cu`` in its version: such runs were trained on a lent GPU), else ``"cpu"``."""
+    if env.get("accelerator"):
+        return env["accelerator"]
+    return f"GPU (torch {env['torch']})" if "+cu" in str(env.get("torch") or "") else "cpu"
+
+
+def _keys(keys: list[str]) -> str:
+    return ", ".join(f"`{k}`" for k in keys[:4]) + (" …" if len(keys) > 4 else "")
+
+
+def environment_note(outcome: Outcome) -> list[str]:
+    """Report lines saying which runs finished under another lock (different pinned releases) and
+    which on a GPU (other kernels and noise streams: the same seed is not bit-identical to a CPU run)."""
+    lines = []
+    if outcome.other_lock:
+        lines += [f"**Environment:** {len(outcome.other_lock)} of {len(outcome.records)} runs finished under "
+                  f"another lock than this checkout's ({lock_digest()}): {_keys(outcome.other_lock)}. Their numbers "
+                  "came from other pinned releases (see each run's `environment` in results.json).", ""]
+    gpu: dict[str, list[str]] = {}
+    for r in outcome.records:
+        where = trained_on(r.environment)
+        if where != "cpu":
+            gpu.setdefault(where, []).append(r.key)
+    if gpu:
+        n = sum(len(k) for k in gpu.values())
+        lines += [f"**Hardware:** {n} of {len(outcome.records)} runs finished on a GPU ("
+                  + "; ".join(f"{where}: {_keys(keys)}" for where, keys in gpu.items())
+                  + "), the others on CPU. A seed's GPU run draws from other kernels and noise streams than its "
+                  "CPU run would: equally valid, not bit-identical.", ""]
+    return lines
