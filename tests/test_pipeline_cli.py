@@ -31,6 +31,10 @@ def test_run_is_reproducible_and_saves_a_usable_checkpoint(tiny_inter_file, tmp_
     b = seq.run(tiny_cfg(tiny_inter_file, model), log=lambda m: None)
     assert a["runs"][0]["test"]["metrics"] == b["runs"][0]["test"]["metrics"]      # same seed, same numbers
     assert a["environment"]["torch"] and "git_commit" in a["environment"]
+    if model == "sasrec":                         # a report names packages that differ from the lock's pins
+        from privrec.experiments.sequential_report import markdown
+        a["environment"]["lock_mismatch"] = ["numpy: lock 0.0.1, installed 2.4.6"]
+        assert "other than the lock's pins (lock " in markdown(a) and "numpy: lock 0.0.1, installed 2.4.6" in markdown(a)
     trained = TrainedModel.load(out / f"{model}-seed0.pt")
     recs = trained.recommend(["u1", "u2"], k=5)
     assert set(recs) == {"u1", "u2"} and all(len(v) == 5 for v in recs.values())

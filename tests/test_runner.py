@@ -152,6 +152,25 @@ def test_reports_say_which_runs_finished_on_a_gpu():
     assert "2 of 3 runs finished on a GPU" in note and "NVIDIA H200: `b`" in note and "`c`" in note
     assert "`a`" not in note and "another lock" not in note
     assert environment_note(Outcome(recs[:1], [], Path("p"), [])) == []
+    drifted = RunRecord(key="d", seed=0, labels={}, fit={}, metrics={},
+                        environment={**cpu, "lock_mismatch": ["filelock: lock 4.3.1, installed 4.2.12"]})
+    note = "\n".join(environment_note(Outcome([recs[0], drifted], [], Path("p"), [])))
+    assert "1 of 2 runs ran with packages other than their lock pins (filelock: lock 4.3.1, installed 4.2.12): `d`" in note
+
+
+def test_environment_records_the_lock_pins_this_interpreter_does_not_match():
+    """A result says whether it ran on what its lock pins: a changed lock (or a venv built another way)
+    shows as the pins that differ, named with both versions; hash and comment lines are not pins."""
+    import numpy as np
+
+    from privrec.utils.repro import environment, lock_mismatch, mismatched_pins
+
+    lock = (f"numpy=={np.__version__} \\\n    --hash=sha256:00\n    # via privrec\nnumpy-no-such-pkg==1.0 \\\n"
+            "    --hash=sha256:11\nnumpy==0.0.1\n")
+    assert mismatched_pins(lock) == ["numpy-no-such-pkg: lock 1.0, installed none",
+                                     f"numpy: lock 0.0.1, installed {np.__version__}"]
+    assert environment()["lock_mismatch"] == lock_mismatch()
+    assert isinstance(lock_mismatch(), list)
 
 
 def _alive(pid: int) -> bool:

@@ -70,13 +70,19 @@ def _keys(keys: list[str]) -> str:
 
 
 def environment_note(outcome: Outcome) -> list[str]:
-    """Report lines saying which runs finished under another lock (different pinned releases) and
-    which on a GPU (other kernels and noise streams: the same seed is not bit-identical to a CPU run)."""
+    """Report lines saying which runs finished under another lock (different pinned releases), which
+    ran with installed packages that differ from their lock's pins, and which on a GPU (other kernels and noise streams: the same seed is not bit-identical to a CPU run)."""
     lines = []
     if outcome.other_lock:
         lines += [f"**Environment:** {len(outcome.other_lock)} of {len(outcome.records)} runs finished under "
                   f"another lock than this checkout's ({lock_digest()}): {_keys(outcome.other_lock)}. Their numbers "
                   "came from other pinned releases (see each run's `environment` in results.json).", ""]
+    drift = [r for r in outcome.records if r.environment.get("lock_mismatch")]
+    if drift:
+        pins = sorted({p for r in drift for p in r.environment["lock_mismatch"]})
+        lines += [f"**Environment:** {len(drift)} of {len(outcome.records)} runs ran with packages other than "
+                  f"their lock pins ({'; '.join(pins[:3])}{' …' if len(pins) > 3 else ''}): "
+                  f"{_keys([r.key for r in drift])}.", ""]
     gpu: dict[str, list[str]] = {}
     for r in outcome.records:
         where = trained_on(r.environment)

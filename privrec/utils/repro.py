@@ -96,15 +96,48 @@ def lock_digest() -> str | None:
         return None
 
 
+def lock_mismatch() -> list[str] | None:
+    """Pins of ``requirements/lock.txt`` that this interpreter does not have installed, as ``"name: lock X,
+    installed Y"`` (``[]`` when every pin is installed at its version; None outside a checkout). The lock
+    digest says what the checkout asks for; this says whether the running environment is that (a lock
+    changed after ``make`` installed, or a venv built some other way, shows here)."""
+    digest = lock_digest()
+    return None if digest is None else list(_mismatch(digest))
+
+
+@functools.lru_cache(maxsize=4)
+def _mismatch(digest: str) -> tuple[str, ...]:
+    lock = Path(__file__).resolve().parents[2] / "requirements" / "lock.txt"
+    return tuple(mismatched_pins(lock.read_text()))
+
+
+def mismatched_pins(lock_text: str) -> list[str]:
+    """The ``name==version`` pins of a pip lock file (hash lines and comments skipped) whose installed
+    version differs, as ``"name: lock X, installed Y"`` (``installed none`` when absent)."""
+    import re
+    from importlib import metadata
+
+    out = []
+    for name, pinned in re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)", lock_text, re.M):
+        try:
+            have = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            have = "none"
+        if have != pinned:
+            out.append(f"{name}: lock {pinned}, installed {have}")
+    return out
+
+
 def environment() -> dict:
-    """Versions of Python, the platform and the libraries that shape numerical results, and the
-    digest of the lock they were installed from."""
+    """Versions of Python, the platform and the libraries that shape numerical results, the digest of
+    the checkout's lock and the pins of it that this environment does not match (:func:`lock_mismatch`)."""
     import privrec
 
     info = {
         "privrec": privrec.__version__,
         "git_commit": git_commit(),
         "lock_sha256": lock_digest(),
+        "lock_mismatch": lock_mismatch(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "numpy": np.__version__,
