@@ -96,9 +96,11 @@ def markdown(result: dict) -> str:
     env = result["environment"]
     lines += ["", f"privrec {env['privrec']} (git {env['git_commit']}), torch {env['torch']}, numpy {env['numpy']}, "
                   f"Python {env['python']}; total {result['seconds']} s."]
-    if env.get("lock_mismatch"):
-        lines += ["", f"Installed packages other than the lock's pins (lock {env.get('lock_sha256')}): "
-                      + "; ".join(env["lock_mismatch"]) + "."]
+    drift = sorted({p for e in [env, *(m.get("environment") or {} for m in result.get("merged_from", []))]
+                    for p in e.get("lock_mismatch") or ()})
+    if drift:
+        lines += ["", "Installed packages other than the lock's pins (in this run or a merged part): "
+                      + "; ".join(drift) + "."]
     if result.get("command"):
         lines += ["", f"This report was written by: `{result['command']}`"]
     parts = [p for p in result.get("merged_from", []) if p.get("command")]

@@ -83,17 +83,23 @@ def git_commit() -> str | None:
 
 
 @functools.lru_cache(maxsize=1)
+def _lock_file() -> bytes | None:
+    """``requirements/lock.txt`` of the source tree as this process first read it (None outside a
+    checkout): the digest and the mismatch below describe the same bytes for the whole run."""
+    try:
+        return (Path(__file__).resolve().parents[2] / "requirements" / "lock.txt").read_bytes()
+    except OSError:
+        return None
+
+
 def lock_digest() -> str | None:
     """16 hex digits of SHA-256 of ``requirements/lock.txt`` of the source tree (the exact package
     set ``make`` installs), or None outside a checkout. Two results with the same digest ran on the
-    same pinned releases."""
+    same pinned releases (if :func:`lock_mismatch` is empty for both)."""
     import hashlib
 
-    lock = Path(__file__).resolve().parents[2] / "requirements" / "lock.txt"
-    try:
-        return hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
-    except OSError:
-        return None
+    lock = _lock_file()
+    return None if lock is None else hashlib.sha256(lock).hexdigest()[:16]
 
 
 def lock_mismatch() -> list[str] | None:
@@ -101,14 +107,13 @@ def lock_mismatch() -> list[str] | None:
     installed Y"`` (``[]`` when every pin is installed at its version; None outside a checkout). The lock
     digest says what the checkout asks for; this says whether the running environment is that (a lock
     changed after ``make`` installed, or a venv built some other way, shows here)."""
-    digest = lock_digest()
-    return None if digest is None else list(_mismatch(digest))
+    lock = _lock_file()
+    return None if lock is None else list(_mismatch(lock))
 
 
-@functools.lru_cache(maxsize=4)
-def _mismatch(digest: str) -> tuple[str, ...]:
-    lock = Path(__file__).resolve().parents[2] / "requirements" / "lock.txt"
-    return tuple(mismatched_pins(lock.read_text()))
+@functools.lru_cache(maxsize=1)
+def _mismatch(lock: bytes) -> tuple[str, ...]:
+    return tuple(mismatched_pins(lock.decode()))
 
 
 def mismatched_pins(lock_text: str) -> list[str]:
