@@ -107,13 +107,14 @@ def lock_mismatch() -> list[str] | None:
     installed Y"`` (``[]`` when every pin is installed at its version; None outside a checkout). The lock
     digest says what the checkout asks for; this says whether the running environment is that (a lock
     changed after ``make`` installed, or a venv built some other way, shows here)."""
-    lock = _lock_file()
-    return None if lock is None else list(_mismatch(lock))
+    found = _mismatch()
+    return None if found is None else list(found)
 
 
 @functools.lru_cache(maxsize=1)
-def _mismatch(lock: bytes) -> tuple[str, ...]:
-    return tuple(mismatched_pins(lock.decode()))
+def _mismatch() -> tuple[str, ...] | None:
+    lock = _lock_file()
+    return None if lock is None else tuple(mismatched_pins(lock.decode()))
 
 
 def mismatched_pins(lock_text: str) -> list[str]:
