@@ -194,6 +194,9 @@ def test_cli_train_never_replaces_a_folder_of_user_files(tiny_inter_file, tmp_pa
     (["datasets", "fetch", "ml-10"], "unknown dataset 'ml-10'"),
     (["train", "sasrec", "--dataset", "{bad}", "--seeds", "a,b"], "--seeds must be"),
     (["train", "bert4rec", "--dataset", "{bad}", "--epsilon", "0"], "epsilon"),
+    (["train", "sasrec", "--dataset", "{bad}", "--grad-clip", "0"], "--grad-clip must be a positive number or 'none'"),
+    (["train", "sasrec", "--dataset", "{bad}", "--grad-clip", "inf"], "--grad-clip must be"),
+    (["train", "sasrec", "--dataset", "{bad}", "--grad-clip", "five"], "--grad-clip must be"),
     (["recommend", "missing.pt", "--user", "1"], "no such checkpoint"),
 ])
 def test_cli_errors_are_one_line_and_nonzero(args, needle, capsys, tmp_path, monkeypatch):
@@ -202,6 +205,25 @@ def test_cli_errors_are_one_line_and_nonzero(args, needle, capsys, tmp_path, mon
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists()                # nothing partial left behind
+
+
+@pytest.mark.parametrize("protocol,flag,expected", [
+    ("recbole", [], None), ("recbole-masked", [], None),        # RecBole 1.2.1 does not clip (clip_grad_norm: ~)
+    ("raw", [], 5.0), ("dipsgnn", [], 5.0),
+    ("recbole", ["--grad-clip", "5"], 5.0), ("raw", ["--grad-clip", "NONE"], None), ("raw", ["--grad-clip", "0.5"], 0.5),
+])
+def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expected, tiny_inter_file, tmp_path,
+                                                          monkeypatch):
+    seen = {}
+
+    def stop(cfg, **kwargs):
+        seen["cfg"] = cfg
+        raise ParameterError("stopped before training")
+
+    monkeypatch.setattr(seq, "run", stop)
+    assert main(["train", "sasrec", "--dataset", str(tiny_inter_file), "--protocol", protocol, *flag,
+                 "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    assert seen["cfg"].train.grad_clip == expected
 
 
 def test_cli_bad_file_and_kcore(tmp_path, capsys, monkeypatch):

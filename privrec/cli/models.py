@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from privrec.cli.options import command_line, eval_config, eval_options, parse_assignments, parse_seeds
+from privrec.cli.options import command_line, eval_config, eval_options, parse_assignments, parse_grad_clip, parse_seeds
 from privrec.errors import ParameterError
 from privrec.models import MODELS
 
@@ -42,6 +42,9 @@ from privrec.models import MODELS
 @click.option("--lr", type=float, default=1e-3, show_default=True)
 @click.option("--patience", type=click.IntRange(min=1), default=10, show_default=True,
               help="Validations without improvement.")
+@click.option("--grad-clip", default=None, metavar="NORM|none",
+              help="Clip the gradient norm at NORM each step, or 'none' (default: the protocol's: none for recbole "
+                   "and recbole-masked, as RecBole; 5 for raw, dipsgnn and the matrix models).")
 @click.option("--select", "select_metric", default="ndcg@10", show_default=True, help="Validation metric.")
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds; mean ± std is reported.")
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
@@ -96,7 +99,8 @@ from privrec.models import MODELS
 @click.option("--source", type=click.Path(file_okay=False), default=None,
               help="heterocdr: the source domain's published rating matrix, a release folder written by "
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
-def train(model, dataset, protocol, split, max_len, time_precision, window, stride, epochs, batch_size, lr, patience, select_metric,
+def train(model, dataset, protocol, split, max_len, time_precision, window, stride, epochs, batch_size, lr, patience,
+          grad_clip, select_metric,
           threads,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
           mask_history, ks, epsilon1, delta, epsilon2, clip_norm, steps, no_user_features, accounting, dpsgd_epsilon, dpsgd_clip, out, quiet, target,
@@ -131,7 +135,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
         model, dpsgd_epsilon, epsilon2 = "srgnn", dpsgd_epsilon if dpsgd_epsilon is not None else epsilon2, None
     if registry[model].task == "interactions":
         return _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience,
-                             select_metric, seeds, assignments, epsilon, out, quiet)
+                             parse_grad_clip(grad_clip, 5.0), select_metric, seeds, assignments, epsilon, out, quiet)
     if target or source:
         raise ParameterError("--target and --source are for the matrix models (bpr, neumf, dmf, ddtcdr, heterocdr)")
     if Path(dataset).exists():            # a file of the user's: stored absolute, so `evaluate` finds it from anywhere
@@ -155,6 +159,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
         window_mode=window, stride=stride,
         model_config=model_config,
         train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
+                          grad_clip=parse_grad_clip(grad_clip, preset["grad_clip"]),
                           select_metric=select_metric, device=device, progress=not quiet),
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
         epsilon=epsilon, alternatives=alternatives, short=short, release_seed=release_seed,
@@ -193,7 +198,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     click.echo(f"\nreport: {out_dir}/results.md  checkpoints: {out_dir}/*.pt")
 
 
-def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience, select_metric, seeds,
+def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience, grad_clip, select_metric, seeds,
                   assignments, epsilon, out, quiet) -> None:
     """``train bpr|neumf|dmf|ddtcdr|heterocdr --target DOMAIN [--source RELEASE]`` (PriCDR's second stage;
     ddtcdr reads the other domain's raw interactions)."""
@@ -212,7 +217,7 @@ def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patien
     if source is not None and model != "heterocdr":
         raise ParameterError(f"--source is read by heterocdr only; {model} trains on the target alone")
     cfg = P.PriCDRConfig(train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
-                                           select_metric=select_metric, progress=not quiet))
+                                           grad_clip=grad_clip, select_metric=select_metric, progress=not quiet))
     out_dir = Path(out or f"runs/{model}-{target}")
     log = lambda msg: click.echo(msg, err=True)
     res = P.train_target(model, target, source, cfg, parse_seeds(seeds), log=log)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
@@ -76,6 +77,21 @@ def eval_config(eval_mode: str, negatives: int, sampler: str, mask_history: bool
         raise ParameterError(f"--negatives must be >= 1, got {negatives}")
     return EvalConfig(mode=eval_mode, n_negatives=negatives, sampler=sampler, mask_history=mask_history, seed=seed,
                       ks=parse_ks(ks))
+
+
+def parse_grad_clip(text: str | None, default: float | None) -> float | None:
+    """``--grad-clip``: a positive gradient norm bound, or ``none``; not given: ``default`` (the protocol's)."""
+    if text is None:
+        return default
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and math.isfinite(value)):
+        raise ParameterError(f"--grad-clip must be a positive number or 'none' (no clipping), got {text!r}")
+    return value
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:

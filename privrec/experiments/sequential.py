@@ -37,19 +37,22 @@ SPLITS = ("leave_one_out", "temporal_fraction", "prefixes")   # prefixes: DIPSGN
 # mask it). How training cuts sequences into samples is a training choice, not part of the protocol
 # (``stride``; RecBole trains on every prefix, stride 1). RecBole orders by float32 timestamps (64-s steps,
 # ties in file order: :func:`~privrec.data.preprocess.time_precision`), which decides 18% of ML-1M's test items.
+# grad_clip: the training's gradient norm bound (None: none). RecBole 1.2.1 does not clip (overall.yaml:
+# clip_grad_norm: ~); privrec's trainer clips at 5 by default. In every committed recbole-protocol SASRec/GRU4Rec
+# run, trained at 5 before the preset followed RecBole, the bound never bound (norms 0.01-0.64, docs/baselines.md).
 PROTOCOLS: dict[str, dict] = {
     "recbole": {"preprocessing": Preprocessing(min_rating=3, user_k=10, item_k=10), "split": "leave_one_out",
-                "max_len": 50, "mask_history": False, "time_precision": "float32"},
+                "max_len": 50, "mask_history": False, "time_precision": "float32", "grad_clip": None},
     "recbole-masked": {"preprocessing": Preprocessing(min_rating=3, user_k=10, item_k=10), "split": "leave_one_out",
-                       "max_len": 50, "mask_history": True, "time_precision": "float32"},
+                       "max_len": 50, "mask_history": True, "time_precision": "float32", "grad_clip": None},
     "raw": {"preprocessing": Preprocessing(), "split": "leave_one_out", "max_len": 50, "mask_history": True,
-            "time_precision": "exact"},
+            "time_precision": "exact", "grad_clip": 5.0},
     # Hu & Fang (DIPSGNN) Sec. 5.1: 10-core, each user's last 100 items, first 80% trains / last 20% tests, every
     # prefix a sample, random 10% of the training prefixes validate, per-sample Recall/MRR, no masking. Rating >= 4
     # (not stated in the paper) is what reproduces its ML-1M statistics: 5,949 users (paper 5,945), 2,810 items and
     # 365,535 interactions (both exact); without it 6,040 / 3,260 / 998,539 before the cut
     "dipsgnn": {"preprocessing": Preprocessing(min_rating=4, user_k=10, item_k=10), "split": "prefixes",
-                "max_len": 100, "mask_history": False, "time_precision": "exact"},
+                "max_len": 100, "mask_history": False, "time_precision": "exact", "grad_clip": 5.0},
 }
 
 DEFAULT_MODEL_CONFIG = {
