@@ -1,0 +1,48 @@
+"""How precisely one run's test NDCG@10 is known on ML-1M under ``--protocol recbole``: 6,033 users, one
+held-out item each, so a run's test score is a mean of 6,033 per-user values and carries a sampling error
+of its own, apart from training noise. Prints each checkpoint's test NDCG@10 / HR@10 with its per-user
+standard error, and for every pair of checkpoints the paired difference (same users) with its standard
+error — the scale against which a gap to one published single run (a RecBole leaderboard row) is read.
+
+    .venv/bin/python benchmarks/recbole/test_noise.py results/gru4rec-ml-1m-recbole-l2/gru4rec-seed0.pt \\
+        results/gru4rec-ml-1m-recbole-l2-s10/gru4rec-seed0.pt
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import numpy as np
+import torch
+
+from privrec.evaluation.evaluator import EvalConfig, evaluate
+from privrec.experiments.sequential import PROTOCOLS, prepare
+from privrec.training.checkpoint import model_from_checkpoint, read_checkpoint
+from privrec.training.tasks import task_for
+
+
+def per_user(path: str, split, n_items: int, max_len: int) -> dict[str, np.ndarray]:
+    """Per-user test NDCG@10 and HR@10 of one checkpoint, unmasked full ranking (RecBole's protocol)."""
+    model = model_from_checkpoint(read_checkpoint(path))
+    task = task_for(model, split, n_items, max_len)
+    res = evaluate(model, task, "test", EvalConfig(mask_history=False, ks=(10,)), keep_per_user=True)
+    return {k: np.asarray(res.per_user[k], dtype=float) for k in ("ndcg@10", "hr@10")}
+
+
+def main(paths: list[str]) -> None:
+    torch.set_num_threads(1)
+    p = PROTOCOLS["recbole"]
+    inter, split = prepare("ml-1m", p["preprocessing"], p["split"], p["time_precision"])
+    runs = {path: per_user(path, split, inter.n_items, p["max_len"]) for path in paths}
+    for path, m in runs.items():
+        n = len(m["ndcg@10"])
+        print(f"{path}: {n} users; test NDCG@10 {m['ndcg@10'].mean():.4f} ± {m['ndcg@10'].std(ddof=1) / n ** .5:.4f}, "
+              f"HR@10 {m['hr@10'].mean():.4f} ± {m['hr@10'].std(ddof=1) / n ** .5:.4f} (± one per-user standard error)")
+    for a, b in itertools.combinations(runs, 2):
+        d = runs[b]["ndcg@10"] - runs[a]["ndcg@10"]
+        print(f"{b} - {a}: NDCG@10 {d.mean():+.4f} ± {d.std(ddof=1) / len(d) ** .5:.4f} (paired over users)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
