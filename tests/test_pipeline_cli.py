@@ -226,6 +226,22 @@ def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expect
     assert seen["cfg"].train.grad_clip == expected
 
 
+def test_train_reports_name_seeds_resumed_across_locks_and_parts_from_other_locks(tiny_inter_file, tmp_path):
+    result = seq.run(tiny_cfg(tiny_inter_file, "gru4rec", seeds=(0, 1)), log=lambda m: None)
+    lock = result["environment"]["lock_sha256"]
+    assert result["runs"][0]["fit"]["epochs_by_lock"] == {lock or "no lock": 3}
+    assert "another lock" not in SR.markdown(result) and "different locks" not in SR.markdown(result)
+    result["runs"][0]["fit"]["epochs_by_lock"] = {"0583547726f2ebea": 3}     # seed 0: a part from another lock
+    result["runs"][1]["fit"]["epochs_by_lock"] = {"unrecorded": 2, lock: 1}     # seed 1: resumed after a bump
+    result["merged_from"] = [{"seeds": [0], "environment": {"lock_sha256": "0583547726f2ebea"}},
+                             {"seeds": [1], "environment": {"lock_sha256": lock}}]
+    text = SR.markdown(result)
+    assert (f"Resumed under another lock than earlier epochs ran under: seed 1 (2 epochs under an unrecorded lock "
+            f"(a state saved before states kept it), 1 epoch under {lock})." in text)
+    assert "seed 0 (" not in text          # all its epochs ran under the lock its part finished under
+    assert f"Merged parts finished under different locks: seeds [0] under 0583547726f2ebea; seeds [1] under {lock}" in text
+
+
 def test_cli_bad_file_and_kcore(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     bad = tmp_path / "bad.inter"

@@ -156,6 +156,16 @@ def test_reports_say_which_runs_finished_on_a_gpu():
                         environment={**cpu, "lock_mismatch": ["filelock: lock 4.3.1, installed 4.2.12"]})
     note = "\n".join(environment_note(Outcome([recs[0], drifted], [], Path("p"), [])))
     assert "1 of 2 runs ran with packages other than their lock pins (filelock: lock 4.3.1, installed 4.2.12): `d`" in note
+    # a run resumed after a lock bump: its epochs split over two locks, though it finished under this one
+    resumed = RunRecord(key="e", seed=0, labels={}, metrics={}, environment=cpu,
+                        fit={"epochs_by_lock": {"unrecorded": 34, cpu["lock_sha256"]: 15}})
+    whole = RunRecord(key="f", seed=0, labels={}, metrics={}, environment=cpu,
+                      fit={"epochs_by_lock": {cpu["lock_sha256"]: 49}})
+    note = "\n".join(environment_note(Outcome([resumed, whole], [], Path("p"), [])))
+    assert (f"1 of 2 runs were resumed under another lock than earlier epochs of theirs ran under: `e` (34 epochs "
+            f"under an unrecorded lock (a state saved before states kept it), 15 epochs under {cpu['lock_sha256']})"
+            in note)
+    assert "`f`" not in note
 
 
 def test_environment_records_the_lock_pins_this_interpreter_does_not_match():

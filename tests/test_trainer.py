@@ -74,6 +74,26 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(task, tmp_path, patien
     _same(again, expected)
 
 
+def test_a_run_resumed_under_another_lock_records_how_many_epochs_ran_under_each(task, tmp_path, monkeypatch):
+    """A state keeps the lock digest of every epoch it trained: a run stopped, then resumed after the lock
+    changed (a dependency bump) says so in its fit; a state from before states kept it counts as unrecorded."""
+    import json
+
+    import privrec.training.trainer as T
+
+    state = tmp_path / "run.state"
+    monkeypatch.setattr(T, "lock_digest", lambda: "aaaa")
+    first = _trainer(task, epochs=3).fit(state)
+    assert first.epochs_by_lock == {"aaaa": 3} and first.to_dict()["epochs_by_lock"] == {"aaaa": 3}
+    monkeypatch.setattr(T, "lock_digest", lambda: "bbbb")
+    assert _trainer(task, epochs=5).fit(state).epochs_by_lock == {"aaaa": 3, "bbbb": 2}
+    old = torch.load(state, weights_only=True)                        # a state written before the field
+    del old["epochs_by_lock"]
+    torch.save(old, state)
+    assert _trainer(task, epochs=6).fit(state).epochs_by_lock == {T.UNRECORDED_LOCK: 5, "bbbb": 1}
+    assert json.loads(torch.load(state, weights_only=True)["epochs_by_lock"]) == {T.UNRECORDED_LOCK: 5, "bbbb": 1}
+
+
 def test_state_from_another_configuration_is_refused(task, tmp_path):
     state = tmp_path / "run.state"
     _trainer(task, epochs=2).fit(state)

@@ -1,5 +1,5 @@
 """Where a grid's runs came from and what the rest will cost: the method a run trains, the hardware it
-finished on, the report lines that flag runs from another lock or a GPU, and the CPU-hour estimate of the
+finished on, the report lines that flag runs from another lock (or resumed across locks) or a GPU, and the CPU-hour estimate of the
 runs not yet finished (used by every ``reproduce`` report through :mod:`privrec.experiments.runner`)."""
 
 from __future__ import annotations
@@ -65,6 +65,18 @@ def trained_on(env: dict) -> str:
     return f"GPU (torch {env['torch']})" if "+cu" in str(env.get("torch") or "") else "cpu"
 
 
+def lock_spans(fit: dict, finished_under: str | None) -> str | None:
+    """How a run's training epochs split over locks (``fit["epochs_by_lock"]``, kept across resumes), when
+    not all of them ran under the lock the run finished under: e.g. "34 epochs under an unrecorded lock, 15
+    under e57d1dc22387a9f9" for a run resumed after a lock bump. None when they all did, or nothing was kept."""
+    spans = fit.get("epochs_by_lock") or {}
+    if not spans or set(spans) <= {finished_under}:
+        return None
+    return ", ".join(f"{n} epoch{'s' * (n != 1)} under " + ("an unrecorded lock (a state saved before states kept it)"
+                                                         if lock == "unrecorded" else lock)
+                     for lock, n in spans.items())
+
+
 def _keys(keys: list[str]) -> str:
     return ", ".join(f"`{k}`" for k in keys[:4]) + (" …" if len(keys) > 4 else "")
 
@@ -77,6 +89,12 @@ def environment_note(outcome: Outcome) -> list[str]:
         lines += [f"**Environment:** {len(outcome.other_lock)} of {len(outcome.records)} runs finished under "
                   f"another lock than this checkout's ({lock_digest()}): {_keys(outcome.other_lock)}. Their numbers "
                   "came from other pinned releases (see each run's `environment` in results.json).", ""]
+    spans = [(r.key, text) for r in outcome.records
+             if (text := lock_spans(r.fit, r.environment.get("lock_sha256")))]
+    if spans:
+        lines += [f"**Environment:** {len(spans)} of {len(outcome.records)} runs were resumed under another lock "
+                  "than earlier epochs of theirs ran under: " + "; ".join(f"`{k}` ({t})" for k, t in spans[:4])
+                  + (" …" if len(spans) > 4 else "") + ".", ""]
     drift = [r for r in outcome.records if r.environment.get("lock_mismatch")]
     if drift:
         pins = sorted({p for r in drift for p in r.environment["lock_mismatch"]})

@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 
 from privrec.errors import ParameterError
+from privrec.experiments.provenance import lock_spans
 from privrec.experiments.report import aggregate, fmt_num, markdown_table, pm
 
 TIME_ORDER = {"exact": "exact timestamps (ties in file order)",
@@ -101,6 +102,16 @@ def markdown(result: dict) -> str:
     if drift:
         lines += ["", "Installed packages other than the lock's pins (in this run or a merged part): "
                       + "; ".join(drift) + "."]
+    merged = result.get("merged_from", [])
+    finished = {seed: (m.get("environment") or {}).get("lock_sha256") for m in merged for seed in m.get("seeds", [])}
+    spans = [(r["seed"], text) for r in result["runs"]
+             if (text := lock_spans(r["fit"], finished.get(r["seed"], env.get("lock_sha256"))))]
+    if spans:
+        lines += ["", "Resumed under another lock than earlier epochs ran under: "
+                      + "; ".join(f"seed {seed} ({text})" for seed, text in spans) + "."]
+    if len({lock for lock in finished.values() if lock}) > 1:
+        lines += ["", "Merged parts finished under different locks: " + "; ".join(
+            f"seeds {m['seeds']} under {(m.get('environment') or {}).get('lock_sha256')}" for m in merged) + "."]
     if result.get("command"):
         lines += ["", f"This report was written by: `{result['command']}`"]
     parts = [p for p in result.get("merged_from", []) if p.get("command")]

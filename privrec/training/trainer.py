@@ -37,8 +37,10 @@ from privrec.evaluation.evaluator import EvalConfig, EvalResult, evaluate
 from privrec.models.base import Recommender
 from privrec.training.model_state import data_digest, data_keys, learned_state, load_learned_state
 from privrec.utils.io import atomic_path
+from privrec.utils.repro import lock_digest
 
 STATE_FORMAT = "privrec-train-state/1"
+UNRECORDED_LOCK = "unrecorded"      # epochs of a state saved before states recorded their lock
 
 
 @dataclass(frozen=True)
@@ -131,12 +133,14 @@ class FitResult:
     seconds: float = 0.0
     seconds_per_epoch: float = 0.0
     stopped_early: bool = False     # False: the epoch cap ended training (the model may still improve)
+    epochs_by_lock: dict[str, int] = field(default_factory=dict)    # a run resumed under another lock spans two
 
     def to_dict(self) -> dict:
         return {"best_epoch": self.best_epoch, "epochs_run": self.epochs_run, "stopped_early": self.stopped_early,
                 "seconds": round(self.seconds, 2),
                 "seconds_per_epoch": round(self.seconds_per_epoch, 3),
-                "best_valid": None if self.best_valid is None else self.best_valid.to_dict(), "history": self.history}
+                "best_valid": None if self.best_valid is None else self.best_valid.to_dict(),
+                "epochs_by_lock": self.epochs_by_lock, "history": self.history}
 
 
 class Trainer:
@@ -154,6 +158,7 @@ class Trainer:
         self.hooks = list(hooks)
         self.rng = np.random.default_rng([cfg.seed, 1])     # batch order; its state is saved on resume
         self.epochs_trained = 0                              # by fit() and train_epochs() together
+        self.epochs_by_lock: dict[str, int] = {}             # of them, how many under each lock digest
         self._digest: tuple = (None, None)                   # (data buffers' versions, their digest): see _data_digest
 
     def _epoch(self, epoch: int) -> float:
@@ -188,6 +193,8 @@ class Trainer:
             for hook in self.hooks:
                 hook.on_batch_end(self, batch, value)
         self.epochs_trained += 1
+        lock = lock_digest() or "no lock"
+        self.epochs_by_lock[lock] = self.epochs_by_lock.get(lock, 0) + 1
         return total / max(count, 1)
 
     def train_epochs(self, n: int) -> list[float]:
@@ -278,7 +285,7 @@ class Trainer:
         best_eval = (None if s["best_metrics"] is None else
                      EvalResult("valid", s["best_metrics"], s["best_n_users"], self.eval_cfg))
         return FitResult(s["best_epoch"], best_eval, epoch, s["history"], time.perf_counter() - start,
-                         s["train_time"] / max(epoch, 1), bool(s["stopped"]))
+                         s["train_time"] / max(epoch, 1), bool(s["stopped"]), dict(self.epochs_by_lock))
 
     def _state_config(self) -> dict:
         d = self.cfg.to_dict()
@@ -300,6 +307,7 @@ class Trainer:
                    "model": _to_cpu(learned_state(self.model)), "data_digest": self._data_digest(),
                    "optimizer": self.optimizer.state_dict(), "numpy_rng": json.dumps(self.rng.bit_generator.state),
                    "hooks": [_to_cpu(h.state_dict()) for h in self.hooks], "epochs_trained": self.epochs_trained,
+                   "epochs_by_lock": json.dumps(self.epochs_by_lock),
                    "torch_rng": torch.get_rng_state(),
                    "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
                    "loop": json.dumps({k: v for k, v in s.items() if k != "best_state"}),
@@ -335,6 +343,9 @@ class Trainer:
         for hook, state in zip(self.hooks, hooks):
             hook.load_state_dict(state)
         self.epochs_trained = int(payload.get("epochs_trained", json.loads(payload["loop"])["epoch"]))
+        by_lock = payload.get("epochs_by_lock")
+        self.epochs_by_lock = (json.loads(by_lock) if by_lock is not None else
+                               {UNRECORDED_LOCK: self.epochs_trained} if self.epochs_trained else {})
         self.rng.bit_generator.state = json.loads(payload["numpy_rng"])
         torch.set_rng_state(payload["torch_rng"])
         if payload["cuda_rng"] and torch.cuda.is_available():
