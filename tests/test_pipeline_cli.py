@@ -226,6 +226,24 @@ def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expect
     assert seen["cfg"].train.grad_clip == expected
 
 
+def test_train_refuses_to_start_over_beside_a_state_of_the_same_seed_from_other_settings(tiny_inter_file, tmp_path,
+                                                                                          capsys):
+    """A state made with other settings (e.g. before the recbole preset stopped clipping) would be deleted when a
+    run with the new settings finished: the run refuses to start, and the state stays."""
+    states = tmp_path / "run.state"
+    states.mkdir()
+    (states / "0123456789abcdef-seed1.pt").write_bytes(b"another run's progress")
+    rc = main(["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
+               "--epochs", "1", "--batch-size", "16", "--seeds", "0,1", "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "is a training state of seed 1 made with other settings" in err and "--grad-clip 5" in err
+    assert (states / "0123456789abcdef-seed1.pt").read_bytes() == b"another run's progress"
+    assert not (tmp_path / "run").exists()
+    assert main(["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
+                 "--epochs", "1", "--batch-size", "16", "--seeds", "0", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert [f.name for f in states.iterdir()] == ["0123456789abcdef-seed1.pt"]     # seed 0's own state is gone
+
+
 def test_train_reports_name_seeds_resumed_across_locks_and_parts_from_other_locks(tiny_inter_file, tmp_path):
     result = seq.run(tiny_cfg(tiny_inter_file, "gru4rec", seeds=(0, 1)), log=lambda m: None)
     lock = result["environment"]["lock_sha256"]
@@ -236,8 +254,9 @@ def test_train_reports_name_seeds_resumed_across_locks_and_parts_from_other_lock
     result["merged_from"] = [{"seeds": [0], "environment": {"lock_sha256": "0583547726f2ebea"}},
                              {"seeds": [1], "environment": {"lock_sha256": lock}}]
     text = SR.markdown(result)
-    assert (f"Resumed under another lock than earlier epochs ran under: seed 1 (2 epochs under an unrecorded lock "
-            f"(a state saved before states kept it), 1 epoch under {lock})." in text)
+    assert ("Trained some epochs under another lock than the one the seed finished under, or resumed a state that "
+            f"did not record its lock: seed 1 (2 epochs under an unrecorded lock (a state saved before states kept "
+            f"it), 1 epoch under {lock})." in text)
     assert "seed 0 (" not in text          # all its epochs ran under the lock its part finished under
     assert f"Merged parts finished under different locks: seeds [0] under 0583547726f2ebea; seeds [1] under {lock}" in text
 

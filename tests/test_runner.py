@@ -162,10 +162,19 @@ def test_reports_say_which_runs_finished_on_a_gpu():
     whole = RunRecord(key="f", seed=0, labels={}, metrics={}, environment=cpu,
                       fit={"epochs_by_lock": {cpu["lock_sha256"]: 49}})
     note = "\n".join(environment_note(Outcome([resumed, whole], [], Path("p"), [])))
-    assert (f"1 of 2 runs were resumed under another lock than earlier epochs of theirs ran under: `e` (34 epochs "
-            f"under an unrecorded lock (a state saved before states kept it), 15 epochs under {cpu['lock_sha256']})"
-            in note)
+    assert (f"1 of 2 runs trained some epochs under another lock than the one they finished under, or resumed a "
+            f"state that did not record its lock: `e` (34 epochs under an unrecorded lock (a state saved before "
+            f"states kept it), 15 epochs under {cpu['lock_sha256']})" in note)
     assert "`f`" not in note
+    # outside a checkout the trainer counts under "no lock" and the environment records None: nothing to flag
+    from privrec.experiments.provenance import lock_spans
+
+    assert lock_spans({"epochs_by_lock": {"no lock": 3}}, None) is None
+    # a run of several trainings (PFCR's parts) adds up its parts
+    parts = {"parts": {"federation": {"epochs_run": 2, "epochs_by_lock": {"aaaa": 2}},
+                       "prompt": {"epochs_run": 3, "epochs_by_lock": {"bbbb": 3}}}}
+    assert lock_spans(parts, "bbbb") == "2 epochs under aaaa, 3 epochs under bbbb"
+    assert lock_spans({"parts": {"prompt": {"epochs_run": 1, "epochs_by_lock": {"bbbb": 1}}}}, "bbbb") is None
 
 
 def test_environment_records_the_lock_pins_this_interpreter_does_not_match():

@@ -48,10 +48,10 @@ def main() -> None:
         t1 = time.time()
         score, res = trainer._valid_epoch(valid, show_progress=False)
         print(f"epoch {epoch + 1} loss {float(loss):.4f} train {t1 - t0:.0f}s valid {dict(res)}", flush=True)
-        if score > best:
+        if score >= best:                                  # RecBole: a tie counts as progress
             best, best_epoch = score, epoch + 1
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        elif epoch + 1 - best_epoch >= a.patience:
+        elif epoch + 1 - best_epoch > a.patience:        # RecBole stops when cur_step > stopping_step
             break
         if (epoch + 1) % 5 == 0:
             print(f"  test after epoch {epoch + 1}: {dict(trainer.evaluate(test, load_best_model=False))}", flush=True)

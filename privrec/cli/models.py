@@ -188,7 +188,11 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
                          both_maskings=True)
         result["command"] = command
         write_report(tmp, result, SR.markdown(result))
-    shutil.rmtree(state_dir, ignore_errors=True)
+    for seed in cfg.seeds:                            # this run's states only: another seed's may be resuming later
+        for f in state_dir.glob(f"*-seed{seed}.pt"):
+            f.unlink(missing_ok=True)
+    if state_dir.is_dir() and not any(f for f in state_dir.iterdir() if f.suffix == ".pt"):
+        shutil.rmtree(state_dir, ignore_errors=True)
     progress.unlink(missing_ok=True)                  # the report holds every seed now
     click.echo(f"\n{result['protocol']}, test split, {len(cfg.seeds)} seed(s):")
     click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], SR.summary_rows(result, cfg.eval.ks)))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from privrec.experiments.caps import trained_parts
 from privrec.utils.repro import lock_digest
 
 if TYPE_CHECKING:
@@ -66,11 +67,16 @@ def trained_on(env: dict) -> str:
 
 
 def lock_spans(fit: dict, finished_under: str | None) -> str | None:
-    """How a run's training epochs split over locks (``fit["epochs_by_lock"]``, kept across resumes), when
-    not all of them ran under the lock the run finished under: e.g. "34 epochs under an unrecorded lock, 15
-    under e57d1dc22387a9f9" for a run resumed after a lock bump. None when they all did, or nothing was kept."""
-    spans = fit.get("epochs_by_lock") or {}
-    if not spans or set(spans) <= {finished_under}:
+    """How a run's training epochs split over locks (``fit["epochs_by_lock"]``, kept across resumes; a run
+    of several trainings, ``fit["parts"]``, adds up its parts), when not all of them are known to have run
+    under the lock the run finished under: e.g. "34 epochs under an unrecorded lock, 15 under
+    e57d1dc22387a9f9" for a run resumed from a state saved before states kept their lock. None when they
+    all did, or nothing was kept. ``finished_under`` None (outside a checkout) is the trainer's "no lock"."""
+    spans: dict[str, int] = {}
+    for part in [fit, *trained_parts(fit)]:
+        for lock, n in (part.get("epochs_by_lock") or {}).items():
+            spans[lock] = spans.get(lock, 0) + int(n)
+    if not spans or set(spans) <= {finished_under or "no lock"}:
         return None
     return ", ".join(f"{n} epoch{'s' * (n != 1)} under " + ("an unrecorded lock (a state saved before states kept it)"
                                                          if lock == "unrecorded" else lock)
@@ -92,9 +98,9 @@ def environment_note(outcome: Outcome) -> list[str]:
     spans = [(r.key, text) for r in outcome.records
              if (text := lock_spans(r.fit, r.environment.get("lock_sha256")))]
     if spans:
-        lines += [f"**Environment:** {len(spans)} of {len(outcome.records)} runs were resumed under another lock "
-                  "than earlier epochs of theirs ran under: " + "; ".join(f"`{k}` ({t})" for k, t in spans[:4])
-                  + (" …" if len(spans) > 4 else "") + ".", ""]
+        lines += [f"**Environment:** {len(spans)} of {len(outcome.records)} runs trained some epochs under another "
+                  "lock than the one they finished under, or resumed a state that did not record its lock: "
+                  + "; ".join(f"`{k}` ({t})" for k, t in spans[:4]) + (" …" if len(spans) > 4 else "") + ".", ""]
     drift = [r for r in outcome.records if r.environment.get("lock_mismatch")]
     if drift:
         pins = sorted({p for r in drift for p in r.environment["lock_mismatch"]})

@@ -8,7 +8,7 @@ mean ± std over seeds. Results carry the config, seeds, versions and git commit
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -213,6 +213,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     elif cfg.epsilon2 is not None and cfg.model not in ("dipsgnn", "dpmf"):
         raise ParameterError(f"--epsilon2 is the budget of dipsgnn's aggregation noise, edgerand's graphs and dpmf's "
                              f"objective, not {cfg.model}'s")
+    if state_dir is not None:
+        _check_foreign_states(Path(state_dir), _run_hash(cfg, split), cfg.seeds)
     runs = []
     make_optimizer, noise, codes_info = None, None, None
     for seed in cfg.seeds:
@@ -315,6 +317,19 @@ def _private(cfg: SequentialConfig, inter: Interactions, split: Split, folder: P
     cert = read_release(folder).certificate
     log(f"trains on the release {folder}: {private.n_published:,} users published; {cert['summary'].splitlines()[0]}")
     return private, cert
+
+
+def _check_foreign_states(state_dir: Path, run_hash: str, seeds: Sequence[int]) -> None:
+    """Refuse to start a seed whose state folder holds that seed's state from other settings: the run would
+    train from scratch beside it and delete the folder when done, losing the other run's progress."""
+    for seed in seeds:
+        other = sorted(f for f in state_dir.glob(f"*-seed{seed}.pt") if f.name != f"{run_hash}-seed{seed}.pt")
+        if other:
+            raise ParameterError(
+                f"{other[0]} is a training state of seed {seed} made with other settings (this run would start over "
+                "and delete it when done). Resume it with the settings it was made with (a recbole-protocol state "
+                "made before that preset stopped clipping gradients: add --grad-clip 5), or move it away, or "
+                "choose another --out")
 
 
 def _run_hash(cfg: SequentialConfig, split: Split) -> str:

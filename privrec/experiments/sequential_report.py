@@ -103,12 +103,14 @@ def markdown(result: dict) -> str:
         lines += ["", "Installed packages other than the lock's pins (in this run or a merged part): "
                       + "; ".join(drift) + "."]
     merged = result.get("merged_from", [])
-    finished = {seed: (m.get("environment") or {}).get("lock_sha256") for m in merged for seed in m.get("seeds", [])}
+    lock_of = lambda e: None if (e or {}).get("lock_sha256") in (None, "not recorded") else e["lock_sha256"]
+    finished = {seed: lock_of(m.get("environment")) for m in merged for seed in m.get("seeds", [])}
     spans = [(r["seed"], text) for r in result["runs"]
-             if (text := lock_spans(r["fit"], finished.get(r["seed"], env.get("lock_sha256"))))]
+             if (text := lock_spans(r["fit"], finished.get(r["seed"], lock_of(env))))]
     if spans:
-        lines += ["", "Resumed under another lock than earlier epochs ran under: "
-                      + "; ".join(f"seed {seed} ({text})" for seed, text in spans) + "."]
+        lines += ["", "Trained some epochs under another lock than the one the seed finished under, or resumed a "
+                      "state that did not record its lock: " + "; ".join(f"seed {seed} ({text})" for seed, text in spans)
+                  + "."]
     if len({lock for lock in finished.values() if lock}) > 1:
         lines += ["", "Merged parts finished under different locks: " + "; ".join(
             f"seeds {m['seeds']} under {(m.get('environment') or {}).get('lock_sha256')}" for m in merged) + "."]
