@@ -38,8 +38,9 @@ SPLITS = ("leave_one_out", "temporal_fraction", "prefixes")   # prefixes: DIPSGN
 # (``stride``; RecBole trains on every prefix, stride 1). RecBole orders by float32 timestamps (64-s steps,
 # ties in file order: :func:`~privrec.data.preprocess.time_precision`), which decides 18% of ML-1M's test items.
 # grad_clip: the training's gradient norm bound (None: none). RecBole 1.2.1 does not clip (overall.yaml:
-# clip_grad_norm: ~); privrec's trainer clips at 5 by default. The recbole-protocol SASRec/GRU4Rec runs, trained at
-# 5 before the preset followed RecBole, have norms 0.01-0.64 while converging (docs/baselines.md).
+# clip_grad_norm: ~); privrec's trainer clips at 5 by default. The committed recbole-protocol SASRec/GRU4Rec runs
+# were trained at 5 before the preset followed RecBole; measured norms were 0.01-0.64 while converging, and the
+# bound acted only once a run diverged (docs/baselines.md).
 PROTOCOLS: dict[str, dict] = {
     "recbole": {"preprocessing": Preprocessing(min_rating=3, user_k=10, item_k=10), "split": "leave_one_out",
                 "max_len": 50, "mask_history": False, "time_precision": "float32", "grad_clip": None},
