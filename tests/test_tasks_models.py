@@ -223,3 +223,24 @@ def test_bert4rec_learns_a_deterministic_successor_rule_by_cloze():
         scores = model.score(task.eval_batch("test", np.arange(1, n + 1)))
     truth = task.stage_targets("test").items
     assert (scores.argmax(1).numpy() == truth).mean() > 0.5          # chance: 0.05
+
+
+def test_sasrec_positions_from_the_oldest_item_as_recbole_counts_them():
+    """positions="oldest" (RecBole's): 0 at each history's first item. Full histories read the same positions
+    either way; a short one reads positions 0..n-1, as a model of length n would, whatever its front padding."""
+    torch.manual_seed(0)
+    oldest = build("sasrec", n_items=20, max_len=5, hidden=8, inner=16, positions="oldest").eval()
+    newest = build("sasrec", n_items=20, max_len=5, hidden=8, inner=16).eval()
+    newest.load_state_dict(oldest.state_dict())
+    full = torch.tensor([[3, 4, 5, 6, 7], [1, 2, 9, 8, 7]])
+    assert torch.equal(oldest.score({"seq": full}), newest.score({"seq": full}))
+    short = torch.tensor([[0, 0, 4, 5, 6]])
+    three = build("sasrec", n_items=20, max_len=3, hidden=8, inner=16).eval()   # newest-counting, length 3: 0, 1, 2
+    three.load_state_dict({k: v[:3] if k == "position_embedding.weight" else v for k, v in oldest.state_dict().items()})
+    got = oldest.score({"seq": short})
+    torch.testing.assert_close(got, three.score({"seq": short[:, 2:]}))
+    torch.testing.assert_close(got, oldest.score({"seq": short[:, 1:]}))      # a batch cut to its longest row
+    assert not torch.allclose(got, newest.score({"seq": short}))             # the conventions differ here
+    assert oldest.config()["positions"] == "oldest" and "positions" not in newest.config()
+    with pytest.raises(ParameterError, match="positions must be 'newest' or 'oldest'"):
+        build("sasrec", n_items=20, positions="left")

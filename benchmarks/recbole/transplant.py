@@ -1,11 +1,13 @@
 """privrec's SASRec and GRU4Rec compute RecBole's: copy a RecBole 1.2.1 model's (random) weights into privrec's
 and compare eval-mode scores on one test batch.
 
-SASRec: users with a full 50-item history. Shorter histories differ by design: RecBole counts positions
-from the oldest item, privrec from the newest. GRU4Rec: every user. RecBole pads histories at the end and
+SASRec: users with a full 50-item history under privrec's default positions (counted from the newest item;
+RecBole counts from the oldest, so shorter histories differ by design), every user with ``oldest``
+(``SASRec(positions="oldest")``, RecBole's convention). GRU4Rec: every user. RecBole pads histories at the end and
 reads the state at the last real item; privrec pads at the front and reads the final state, which is the
 same because a bias-free GRU keeps a zero state through zero (padding) embeddings.
-Run: ``/tmp/rbv/bin/python benchmarks/recbole/transplant.py [SASRec|GRU4Rec]`` (set-up: ``_recbole.py``)."""
+Run: ``/tmp/rbv/bin/python benchmarks/recbole/transplant.py [SASRec|GRU4Rec] [newest|oldest]`` (set-up:
+``_recbole.py``)."""
 
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def front_padded(seq: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
     return torch.gather(seq, 1, index)
 
 
-def main(model: str = "SASRec") -> None:
+def main(model: str = "SASRec", positions: str = "newest") -> None:
     torch.set_num_threads(1)
     layers = 2
     config = _recbole.leaderboard_config(model, num_layers=layers) if model == "GRU4Rec" else \
@@ -64,7 +66,7 @@ def main(model: str = "SASRec") -> None:
         mine = GRU4Rec(ds.item_num - 1, max_len=50, embedding=64, hidden=128, layers=layers).eval()
     else:
         theirs = RecBoleSASRec(config, train.dataset).eval()
-        mine = SASRec(ds.item_num - 1, max_len=50, hidden=64, layers=2, heads=2, inner=256).eval()
+        mine = SASRec(ds.item_num - 1, max_len=50, hidden=64, layers=2, heads=2, inner=256, positions=positions).eval()
     for p in theirs.parameters():
         p.data.normal_(0, 0.1)
     theirs.item_embedding.weight.data[0] = 0    # the padding item's row, zero as both models initialise it
@@ -72,12 +74,13 @@ def main(model: str = "SASRec") -> None:
                          else transplant(theirs.state_dict(), 2), strict=True)
     batch = next(iter(test))[0]
     length = batch["item_length"]
-    keep = torch.ones_like(length, dtype=torch.bool) if model == "GRU4Rec" else length == 50
+    every = model == "GRU4Rec" or positions == "oldest"
+    keep = torch.ones_like(length, dtype=torch.bool) if every else length == 50
     with torch.no_grad():
         ref = theirs.full_sort_predict(batch)[keep]
         got = mine.score({"seq": front_padded(batch["item_id_list"], length)[keep]})
     got[:, 0] = ref[:, 0]                       # privrec scores padding -inf
-    what = f"{int(keep.sum())} users ({int(length.min())}-{int(length.max())} items)" if model == "GRU4Rec" \
+    what = f"{int(keep.sum())} users ({int(length.min())}-{int(length.max())} items)" if every \
         else f"{int(keep.sum())} users with 50 items"
     print(f"{model}: {what}: max |score difference| {float((ref - got).abs().max()):.1e} "
           f"(scores up to {float(ref.abs().max()):.2f})")

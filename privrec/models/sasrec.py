@@ -1,5 +1,9 @@
 """SASRec (Kang & McAuley, ICDM 2018) as configured by RecBole: learned positions, post-LN
-transformer blocks with causal self-attention, GELU feed-forward, inner-product output."""
+transformer blocks with causal self-attention, GELU feed-forward, inner-product output.
+
+Positions: privrec counts them from the newest item (``positions="newest"``: the last item is always
+position max_len - 1, whatever the history's length); RecBole from the oldest (``"oldest"``: 0 at the
+first item of each history). The two agree on full max_len histories and differ on shorter ones."""
 
 from __future__ import annotations
 
@@ -59,12 +63,16 @@ class SASRec(NextItemModel):
 
     def __init__(self, n_items: int, max_len: int = 50, hidden: int = 64, layers: int = 2, heads: int = 2,
                  inner: int = 256, dropout: float = 0.5, attn_dropout: float = 0.5, layer_norm_eps: float = 1e-12,
-                 init_std: float = 0.02):
+                 init_std: float = 0.02, positions: str = "newest"):
         super().__init__()
+        if positions not in ("newest", "oldest"):
+            raise ParameterError(f"positions must be 'newest' or 'oldest' (RecBole's), got {positions!r}")
         self._config = dict(n_items=n_items, max_len=max_len, hidden=hidden, layers=layers, heads=heads, inner=inner,
                             dropout=dropout, attn_dropout=attn_dropout, layer_norm_eps=layer_norm_eps,
                             init_std=init_std)
-        self.max_len = max_len
+        if positions != "newest":           # kept out of older checkpoints' configs, which all counted from the newest
+            self._config["positions"] = positions
+        self.max_len, self.positions = max_len, positions
         self.item_embedding = nn.Embedding(n_items + 1, hidden, padding_idx=0)
         self.position_embedding = nn.Embedding(max_len, hidden)
         self.norm = nn.LayerNorm(hidden, eps=layer_norm_eps)
@@ -81,10 +89,15 @@ class SASRec(NextItemModel):
         if length > self.max_len:
             seq = seq[:, -self.max_len:]
             length = self.max_len
-        # positions counted from the right (the newest item is always max_len - 1), so a batch cut to its
-        # longest row (front padding dropped) reads the same positions as the full max_len window
-        pos = torch.arange(self.max_len - length, self.max_len, device=seq.device)
-        x = self.drop(self.norm(self.item_embedding(seq) + self.position_embedding(pos)[None]))
+        if self.positions == "newest":
+            # positions counted from the right (the newest item is always max_len - 1), so a batch cut to its
+            # longest row (front padding dropped) reads the same positions as the full max_len window
+            pos = self.position_embedding(torch.arange(self.max_len - length, self.max_len, device=seq.device))[None]
+        else:
+            # RecBole's: 0 at each row's oldest item (front padding skipped; padding rows read position 0)
+            pad = (seq == 0).sum(1, keepdim=True)
+            pos = self.position_embedding((torch.arange(length, device=seq.device)[None] - pad).clamp_min(0))
+        x = self.drop(self.norm(self.item_embedding(seq) + pos))
         # causal, padding keys hidden; the diagonal stays open so padding rows attend to
         # themselves (no empty softmax) and real positions never see padding or the future
         causal = torch.ones(length, length, dtype=torch.bool, device=seq.device).tril()
