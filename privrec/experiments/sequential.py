@@ -214,8 +214,9 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     elif cfg.epsilon2 is not None and cfg.model not in ("dipsgnn", "dpmf"):
         raise ParameterError(f"--epsilon2 is the budget of dipsgnn's aggregation noise, edgerand's graphs and dpmf's "
                              f"objective, not {cfg.model}'s")
-    if state_dir is not None:
-        _check_foreign_states(Path(state_dir), _run_hash(cfg, split), cfg.seeds)
+    run_hash = None if state_dir is None else _run_hash(cfg, split)     # names each seed's resume state
+    if run_hash is not None:
+        _check_foreign_states(Path(state_dir), run_hash, cfg.seeds)
     runs = []
     make_optimizer, noise, codes_info = None, None, None
     for seed in cfg.seeds:
@@ -240,7 +241,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         log(f"[{cfg.model} seed {seed}] training on {task.describe()}")
         if state_file is not None and len(cfg.seeds) != 1:
             raise ParameterError("state_file names the state of one run: give one seed")
-        state = state_file or (None if state_dir is None else Path(state_dir) / f"{_run_hash(cfg, split)}-seed{seed}.pt")
+        state = state_file or (None if run_hash is None else Path(state_dir) / f"{run_hash}-seed{seed}.pt")
         fit = trainer.fit(None if state is None else Path(state))
         test = trainer.test()
         log(f"[{cfg.model} seed {seed}] best epoch {fit.best_epoch}; test " +

@@ -92,6 +92,7 @@ def _lock_file() -> bytes | None:
         return None
 
 
+@functools.lru_cache(maxsize=1)
 def lock_digest() -> str | None:
     """16 hex digits of SHA-256 of ``requirements/lock.txt`` of the source tree (the exact package
     set ``make`` installs), or None outside a checkout. Two results with the same digest ran on the
