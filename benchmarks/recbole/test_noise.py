@@ -6,6 +6,10 @@ error — the scale against which a gap to one published single run (a RecBole l
 
     .venv/bin/python benchmarks/recbole/test_noise.py results/gru4rec-ml-1m-recbole-l2/gru4rec-seed0.pt \\
         results/gru4rec-ml-1m-recbole-l2-s10/gru4rec-seed0.pt
+
+Each score is also split by the length of the history the test item is predicted from: users with fewer
+than max_len = 50 items (where SASRec's two position conventions differ, ``--set positions=oldest``) and the
+rest (where they agree).
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ def per_user(path: str, split, n_items: int, max_len: int) -> dict[str, np.ndarr
     model = model_from_checkpoint(read_checkpoint(path))
     task = task_for(model, split, n_items, max_len)
     res = evaluate(model, task, "test", EvalConfig(mask_history=False, ks=(10,)), keep_per_user=True)
-    return {k: np.asarray(res.per_user[k], dtype=float) for k in ("ndcg@10", "hr@10")}
+    out = {k: np.asarray(res.per_user[k], dtype=float) for k in ("ndcg@10", "hr@10")}
+    out["history"] = split.history("test").lengths[res.users]      # items the test item is predicted from
+    return out
 
 
 def main(paths: list[str]) -> None:
@@ -39,9 +45,17 @@ def main(paths: list[str]) -> None:
         n = len(m["ndcg@10"])
         print(f"{path}: {n} users; test NDCG@10 {m['ndcg@10'].mean():.4f} ± {m['ndcg@10'].std(ddof=1) / n ** .5:.4f}, "
               f"HR@10 {m['hr@10'].mean():.4f} ± {m['hr@10'].std(ddof=1) / n ** .5:.4f} (± one per-user standard error)")
+        for name, grp in _groups(m["history"], p["max_len"]).items():
+            print(f"    {name} ({grp.sum()} users): NDCG@10 {m['ndcg@10'][grp].mean():.4f}, HR@10 {m['hr@10'][grp].mean():.4f}")
     for a, b in itertools.combinations(runs, 2):
         d = runs[b]["ndcg@10"] - runs[a]["ndcg@10"]
         print(f"{b} - {a}: NDCG@10 {d.mean():+.4f} ± {d.std(ddof=1) / len(d) ** .5:.4f} (paired over users)")
+        for name, grp in _groups(runs[a]["history"], p["max_len"]).items():
+            print(f"    {name}: {d[grp].mean():+.4f} ± {d[grp].std(ddof=1) / grp.sum() ** .5:.4f}")
+
+
+def _groups(history: np.ndarray, max_len: int) -> dict[str, np.ndarray]:
+    return {f"history < {max_len}": history < max_len, f"history >= {max_len}": history >= max_len}
 
 
 if __name__ == "__main__":
