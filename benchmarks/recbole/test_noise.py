@@ -9,13 +9,14 @@ error — the scale against which a gap to one published single run (a RecBole l
 
 Each score is also split by the length of the history the test item is predicted from: users with fewer
 than max_len = 50 items (where SASRec's two position conventions differ, ``--set positions=oldest``) and the
-rest (where they agree).
+rest (where they agree). ``--context 30,40,50`` scores each checkpoint again reading only the last N items of
+every test history (the protocol's max_len is 50): how much of the context a trained model uses.
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
-import sys
 
 import numpy as np
 import torch
@@ -36,11 +37,17 @@ def per_user(path: str, split, n_items: int, max_len: int) -> dict[str, np.ndarr
     return out
 
 
-def main(paths: list[str]) -> None:
+def main(paths: list[str], context: list[int]) -> None:
     torch.set_num_threads(1)
     p = PROTOCOLS["recbole"]
     inter, split = prepare("ml-1m", p["preprocessing"], p["split"], p["time_precision"])
     runs = {path: per_user(path, split, inter.n_items, p["max_len"]) for path in paths}
+    for path in paths:
+        for n in context:
+            m = per_user(path, split, inter.n_items, n)
+            long = m["history"] >= p["max_len"]
+            print(f"{path}, last {n} items read: test NDCG@10 {m['ndcg@10'].mean():.4f} (history >= {p['max_len']}: "
+                  f"{m['ndcg@10'][long].mean():.4f}, shorter: {m['ndcg@10'][~long].mean():.4f})")
     for path, m in runs.items():
         n = len(m["ndcg@10"])
         print(f"{path}: {n} users; test NDCG@10 {m['ndcg@10'].mean():.4f} ± {m['ndcg@10'].std(ddof=1) / n ** .5:.4f}, "
@@ -59,4 +66,8 @@ def _groups(history: np.ndarray, max_len: int) -> dict[str, np.ndarray]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoints", nargs="+")
+    ap.add_argument("--context", default="", help="comma-separated history lengths to score each checkpoint at")
+    args = ap.parse_args()
+    main(args.checkpoints, [int(x) for x in args.context.split(",") if x])
