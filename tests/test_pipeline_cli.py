@@ -226,6 +226,26 @@ def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expect
     assert seen["cfg"].train.grad_clip == expected
 
 
+@pytest.mark.parametrize("model,protocol,flag,expected", [
+    ("sasrec", "recbole", [], {"positions": "oldest"}),             # RecBole's convention under its protocol
+    ("sasrec", "recbole-masked", [], {"positions": "oldest"}),
+    ("sasrec", "recbole", ["--set", "positions=newest"], {"positions": "newest"}),    # --set wins
+    ("sasrec", "raw", [], {}), ("sasrec", "dipsgnn", [], {}), ("gru4rec", "recbole", [], {}),
+])
+def test_cli_train_model_conventions_follow_the_protocol(model, protocol, flag, expected, tiny_inter_file, tmp_path,
+                                                         monkeypatch):
+    seen = {}
+
+    def stop(cfg, **kwargs):
+        seen["cfg"] = cfg
+        raise ParameterError("stopped before training")
+
+    monkeypatch.setattr(seq, "run", stop)
+    assert main(["train", model, "--dataset", str(tiny_inter_file), "--protocol", protocol, *flag,
+                 "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    assert seen["cfg"].model_config == expected
+
+
 def test_train_refuses_to_start_over_beside_a_state_of_the_same_seed_from_other_settings(tiny_inter_file, tmp_path,
                                                                                           capsys):
     """A state made with other settings (e.g. before the recbole preset stopped clipping) would be deleted when a
@@ -237,6 +257,7 @@ def test_train_refuses_to_start_over_beside_a_state_of_the_same_seed_from_other_
                "--epochs", "1", "--batch-size", "16", "--seeds", "0,1", "--out", str(tmp_path / "run"), "--quiet"])
     err = capsys.readouterr().err
     assert rc == 2 and "is a training state of seed 1 made with other settings" in err and "--grad-clip 5" in err
+    assert "--set positions=newest" in err
     assert (states / "0123456789abcdef-seed1.pt").read_bytes() == b"another run's progress"
     assert not (tmp_path / "run").exists()
     assert main(["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",

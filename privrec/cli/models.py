@@ -21,7 +21,8 @@ from privrec.models import MODELS
 @click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw", "dipsgnn"]), default="recbole",
               show_default=True,
               help="recbole: RecBole's leaderboard protocol (rating>=3, 10-core, leave-one-out, max length 50, full "
-                   "ranking with the history NOT masked); recbole-masked: the same with history masked; raw: no "
+                   "ranking with the history NOT masked, no gradient clipping, SASRec positions counted from the oldest item as "
+                   "RecBole counts them); recbole-masked: the same with history masked; raw: no "
                    "filtering, history masked; dipsgnn: Hu & Fang's (rating>=4, 10-core, each user's last 100 items, first "
                    "80% trains, every prefix a sample, random 10% of them validate, per-sample ranking, not masked).")
 @click.option("--split", type=click.Choice(["leave_one_out", "temporal_fraction", "prefixes"]), default=None,
@@ -146,6 +147,8 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     if stride is not None and stride > length:
         raise ParameterError(f"--stride {stride} exceeds the maximum length {length}; use 1..{length}")
     model_config = parse_assignments(assignments)
+    for key, value in preset.get("model_config", {}).get(model, {}).items():
+        model_config.setdefault(key, value)          # the protocol's model convention unless --set names it
     for key, value in (("clip", clip_norm), ("steps", steps)):
         if value is not None:
             if key in model_config:

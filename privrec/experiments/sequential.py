@@ -41,11 +41,18 @@ SPLITS = ("leave_one_out", "temporal_fraction", "prefixes")   # prefixes: DIPSGN
 # clip_grad_norm: ~); privrec's trainer clips at 5 by default. The committed recbole-protocol SASRec/GRU4Rec runs
 # were trained at 5 before the preset followed RecBole; measured norms were 0.01-0.64 while converging, and the
 # bound acted only once a run diverged (docs/baselines.md).
+# model_config: per model, the settings the preset gives unless --set names them. RecBole's SASRec counts positions
+# from each history's oldest item (privrec's default: from the newest; the two agree on full max_len histories,
+# which 66% of ML-1M's test users have). The committed recbole-protocol SASRec runs before that entry counted from
+# the newest; their configs say so (no "positions" key).
+_RECBOLE_MODELS = {"sasrec": {"positions": "oldest"}}
 PROTOCOLS: dict[str, dict] = {
     "recbole": {"preprocessing": Preprocessing(min_rating=3, user_k=10, item_k=10), "split": "leave_one_out",
-                "max_len": 50, "mask_history": False, "time_precision": "float32", "grad_clip": None},
+                "max_len": 50, "mask_history": False, "time_precision": "float32", "grad_clip": None,
+                "model_config": _RECBOLE_MODELS},
     "recbole-masked": {"preprocessing": Preprocessing(min_rating=3, user_k=10, item_k=10), "split": "leave_one_out",
-                       "max_len": 50, "mask_history": True, "time_precision": "float32", "grad_clip": None},
+                       "max_len": 50, "mask_history": True, "time_precision": "float32", "grad_clip": None,
+                       "model_config": _RECBOLE_MODELS},
     "raw": {"preprocessing": Preprocessing(), "split": "leave_one_out", "max_len": 50, "mask_history": True,
             "time_precision": "exact", "grad_clip": 5.0},
     # Hu & Fang (DIPSGNN) Sec. 5.1: 10-core, each user's last 100 items, first 80% trains / last 20% tests, every
@@ -330,8 +337,9 @@ def _check_foreign_states(state_dir: Path, run_hash: str, seeds: Sequence[int]) 
             raise ParameterError(
                 f"{other[0]} is a training state of seed {seed} made with other settings (this run would start over "
                 "and delete it when done). Resume it with the settings it was made with (a recbole-protocol state "
-                "made before that preset stopped clipping gradients: add --grad-clip 5), or move it away, or "
-                "choose another --out")
+                "made before that preset stopped clipping gradients: add --grad-clip 5; a recbole-protocol SASRec state "
+                "made before the preset counted positions from the oldest item: add --set positions=newest), or move "
+                "it away, or choose another --out")
 
 
 def _run_hash(cfg: SequentialConfig, split: Split) -> str:
