@@ -10,6 +10,7 @@ training state (``results/<run>.state/*.pt``), at its weights.
 from __future__ import annotations
 
 import argparse
+import json
 
 import numpy as np
 import torch
@@ -44,13 +45,18 @@ def main() -> None:
     p = PROTOCOLS["recbole"]
     inter, split = prepare("ml-1m", p["preprocessing"], p["split"], p["time_precision"])
     torch.manual_seed(0)
-    model = build_on(a.model, split.train, n_items=inter.n_items, max_len=p["max_len"],
-                     **({} if a.layers is None else {"layers": a.layers}))
+    state = None if a.state is None else torch.load(a.state, weights_only=False, map_location="cpu")
+    # the model as the state's run built it (layers, SASRec's position convention), else the protocol's
+    settings = ({k: v for k, v in json.loads(state["config"])["model_config"].items() if k not in ("n_items", "max_len")}
+                if state is not None else dict(p.get("model_config", {}).get(a.model, {})))
+    if a.layers is not None:
+        settings["layers"] = a.layers
+    model = build_on(a.model, split.train, n_items=inter.n_items, max_len=p["max_len"], **settings)
     task = task_for(model, split, inter.n_items, p["max_len"], stride=a.stride)
     stages = [("initialisation", None)] + ([] if a.state is None else [(a.state, a.state)])
     for name, path in stages:
         if path is not None:
-            model.load_state_dict(torch.load(path, weights_only=False, map_location="cpu")["model"])
+            model.load_state_dict(state["model"])
         g = norms(model, task, a.batch_size)
         print(f"{a.model} at {name}: median {np.median(g):.3f}, max {g.max():.3f}, share above 5: {(g > 5).mean():.0%}")
 

@@ -10,7 +10,10 @@ error — the scale against which a gap to one published single run (a RecBole l
 Each score is also split by the length of the history the test item is predicted from: users with fewer
 than max_len = 50 items (where SASRec's two position conventions differ, ``--set positions=oldest``) and the
 rest (where they agree). ``--context 30,40,50`` scores each checkpoint again reading only the last N items of
-every test history (the protocol's max_len is 50): how much of the context a trained model uses.
+every test history (the protocol's max_len is 50): how much of the context a trained model uses. For a
+SASRec that counts positions from the newest item the cut history keeps its positions; one trained with
+``positions=oldest`` reads the cut history from position 0, as a user with N items (context and positions change
+together).
 """
 
 from __future__ import annotations

@@ -147,13 +147,15 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     if stride is not None and stride > length:
         raise ParameterError(f"--stride {stride} exceeds the maximum length {length}; use 1..{length}")
     model_config = parse_assignments(assignments)
-    for key, value in preset.get("model_config", {}).get(model, {}).items():
-        model_config.setdefault(key, value)          # the protocol's model convention unless --set names it
     for key, value in (("clip", clip_norm), ("steps", steps)):
         if value is not None:
             if key in model_config:
                 raise ParameterError(f"give {key} once: --{'clip-norm' if key == 'clip' else key} or --set {key}=")
             model_config[key] = value
+    for key, value in preset.get("model_config", {}).get(model, {}).items():
+        model_config.setdefault(key, value)          # the protocol's model convention unless --set names it
+    if model_config.get("positions") == "newest":    # SASRec's default, kept out of configs as the model keeps it
+        del model_config["positions"]                # out: same run hash and merge as runs made before the key
     check_config(registry[model], model_config)
     resolve_device(device)
     cfg = seq.SequentialConfig(
