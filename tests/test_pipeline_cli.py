@@ -207,13 +207,8 @@ def test_cli_errors_are_one_line_and_nonzero(args, needle, capsys, tmp_path, mon
     assert not (tmp_path / "runs").exists()                # nothing partial left behind
 
 
-@pytest.mark.parametrize("protocol,flag,expected", [
-    ("recbole", [], None), ("recbole-masked", [], None),        # RecBole 1.2.1 does not clip (clip_grad_norm: ~)
-    ("raw", [], 5.0), ("dipsgnn", [], 5.0),
-    ("recbole", ["--grad-clip", "5"], 5.0), ("raw", ["--grad-clip", "NONE"], None), ("raw", ["--grad-clip", "0.5"], 0.5),
-])
-def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expected, tiny_inter_file, tmp_path,
-                                                          monkeypatch):
+def _config_of(argv: list[str], monkeypatch) -> seq.SequentialConfig:
+    """The SequentialConfig a `privrec train` command line builds (stopped before any data is read)."""
     seen = {}
 
     def stop(cfg, **kwargs):
@@ -221,9 +216,20 @@ def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expect
         raise ParameterError("stopped before training")
 
     monkeypatch.setattr(seq, "run", stop)
-    assert main(["train", "sasrec", "--dataset", str(tiny_inter_file), "--protocol", protocol, *flag,
-                 "--out", str(tmp_path / "run"), "--quiet"]) == 2
-    assert seen["cfg"].train.grad_clip == expected
+    assert main(argv) == 2
+    return seen["cfg"]
+
+
+@pytest.mark.parametrize("protocol,flag,expected", [
+    ("recbole", [], None), ("recbole-masked", [], None),        # RecBole 1.2.1 does not clip (clip_grad_norm: ~)
+    ("raw", [], 5.0), ("dipsgnn", [], 5.0),
+    ("recbole", ["--grad-clip", "5"], 5.0), ("raw", ["--grad-clip", "NONE"], None), ("raw", ["--grad-clip", "0.5"], 0.5),
+])
+def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expected, tiny_inter_file, tmp_path,
+                                                          monkeypatch):
+    cfg = _config_of(["train", "sasrec", "--dataset", str(tiny_inter_file), "--protocol", protocol, *flag,
+                      "--out", str(tmp_path / "run"), "--quiet"], monkeypatch)
+    assert cfg.train.grad_clip == expected
 
 
 @pytest.mark.parametrize("model,protocol,flag,expected", [
@@ -236,16 +242,9 @@ def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expect
 ])
 def test_cli_train_model_conventions_follow_the_protocol(model, protocol, flag, expected, tiny_inter_file, tmp_path,
                                                          monkeypatch):
-    seen = {}
-
-    def stop(cfg, **kwargs):
-        seen["cfg"] = cfg
-        raise ParameterError("stopped before training")
-
-    monkeypatch.setattr(seq, "run", stop)
-    assert main(["train", model, "--dataset", str(tiny_inter_file), "--protocol", protocol, *flag,
-                 "--out", str(tmp_path / "run"), "--quiet"]) == 2
-    assert seen["cfg"].model_config == expected
+    cfg = _config_of(["train", model, "--dataset", str(tiny_inter_file), "--protocol", protocol, *flag,
+                      "--out", str(tmp_path / "run"), "--quiet"], monkeypatch)
+    assert cfg.model_config == expected
 
 
 def test_train_refuses_to_start_over_beside_a_state_of_the_same_seed_from_other_settings(tiny_inter_file, tmp_path,
