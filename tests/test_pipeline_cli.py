@@ -197,6 +197,7 @@ def test_cli_train_never_replaces_a_folder_of_user_files(tiny_inter_file, tmp_pa
     (["train", "sasrec", "--dataset", "{bad}", "--grad-clip", "0"], "--grad-clip must be a positive number or 'none'"),
     (["train", "sasrec", "--dataset", "{bad}", "--grad-clip", "inf"], "--grad-clip must be"),
     (["train", "sasrec", "--dataset", "{bad}", "--grad-clip", "five"], "--grad-clip must be"),
+    (["train", "gru4rec", "--dataset", "{bad}", "--set", "positions=newest"], "GRU4Rec has no hyperparameter 'positions'"),
     (["recommend", "missing.pt", "--user", "1"], "no such checkpoint"),
 ])
 def test_cli_errors_are_one_line_and_nonzero(args, needle, capsys, tmp_path, monkeypatch):

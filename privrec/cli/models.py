@@ -154,9 +154,9 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
             model_config[key] = value
     for key, value in preset.get("model_config", {}).get(model, {}).items():
         model_config.setdefault(key, value)          # the protocol's model convention unless --set names it
+    check_config(registry[model], model_config)      # before the next line, so a model without positions refuses it
     if model_config.get("positions") == "newest":    # SASRec's default, kept out of configs as the model keeps it
         del model_config["positions"]                # out: same run hash and merge as runs made before the key
-    check_config(registry[model], model_config)
     resolve_device(device)
     cfg = seq.SequentialConfig(
         dataset=dataset, model=model, preprocessing=preset["preprocessing"],
