@@ -139,6 +139,9 @@ def test_seed_runs_merge_into_one_aggregate(tiny_inter_file, tmp_path, capsys):
     assert merged["aggregate"]["test"] == both["aggregate"]["test"]
     assert main(["results", "merge", *map(str, files), "--out", str(tmp_path / "m")]) == 0
     assert "±" in (tmp_path / "m" / "results.md").read_text()
+    # the training time is the runs' own (carried across a resumed run's sessions), not the commands' wall time
+    merged["runs"][0]["fit"]["seconds"], merged["runs"][1]["fit"]["seconds"] = 5400.0, 1800.0
+    assert "Training time summed over the runs: 2.00 h, every session" in SR.markdown(merged)
     # same seed twice, or a different configuration: refused, nothing written
     with pytest.raises(Exception, match="appear in more than one"):
         SR.merge_seeds([json.loads(files[0].read_text())] * 2)

@@ -96,7 +96,9 @@ def markdown(result: dict) -> str:
                           f"{g['unit_of_privacy']}."]
     env = result["environment"]
     lines += ["", f"privrec {env['privrec']} (git {env['git_commit']}), torch {env['torch']}, numpy {env['numpy']}, "
-                  f"Python {env['python']}; total {result['seconds']} s."]
+                  f"Python {env['python']}.", "",
+              f"Training time summed over the runs: {_training_hours(result['runs']):.2f} h, every session of a resumed "
+              f"run counted (wall time of the command(s) that produced this report: {result['seconds']:.0f} s)."]
     drift = sorted({p for e in [env, *(m.get("environment") or {} for m in result.get("merged_from", []))]
                     for p in e.get("lock_mismatch") or ()})
     if drift:
@@ -186,6 +188,13 @@ def result_from_progress(records: Sequence[dict], dataset: dict, source: str = "
         "environment": records[-1].get("environment") or missing,
         "command": records[-1].get("command"),
     }
+
+
+def _training_hours(runs: Sequence[dict]) -> float:
+    """Hours of training over the runs: each run's ``fit["seconds"]``, which a resumed run carries over from
+    its state, so a run trained across sessions counts every session (a report's ``seconds`` is the wall
+    time of the command(s) that wrote it only)."""
+    return sum(float(r["fit"].get("seconds") or 0.0) for r in runs) / 3600
 
 
 def merge_seeds(results: Sequence[dict]) -> dict:
