@@ -236,6 +236,17 @@ def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expect
     assert cfg.train.grad_clip == expected
 
 
+def test_cli_train_warmup_reaches_the_config_and_stays_out_of_its_hash_at_zero(tiny_inter_file, tmp_path, monkeypatch):
+    from privrec.utils.repro import config_hash, without_later_defaults
+
+    argv = ["train", "bert4rec", "--dataset", str(tiny_inter_file), "--out", str(tmp_path / "run"), "--quiet"]
+    plain, warm = _config_of(argv, monkeypatch), _config_of([*argv, "--warmup-steps", "100"], monkeypatch)
+    assert plain.train.warmup_steps == 0 and warm.train.warmup_steps == 100
+    assert "warmup_steps" not in without_later_defaults(plain.to_dict())["train"]
+    assert config_hash(plain.to_dict()) != config_hash(warm.to_dict())
+    assert main([*argv, "--warmup-steps", "-1"]) != 0
+
+
 @pytest.mark.parametrize("model,protocol,flag,expected", [
     ("sasrec", "recbole", [], {"positions": "oldest"}),             # RecBole's convention under its protocol
     ("sasrec", "recbole-masked", [], {"positions": "oldest"}),

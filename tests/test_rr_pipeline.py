@@ -109,7 +109,10 @@ def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path
     assert set(pos_run["metrics"]) == {"sampled", "full", "sampled, window users", "full, window users"}
     assert "| hr@1 (window users) | ndcg@5 (window users) |" in (tmp_path / "out" / "results.md").read_text()
     md = (tmp_path / "out" / "results.md").read_text()
-    assert "Adam lr 0.001, GRU4Rec lr 0.003" in md and res["config"]["train_overrides"] == {"GRU4Rec": {"lr": 3e-3}}
+    assert ("Adam lr 0.001, GRU4Rec lr 0.003, lr warmed up linearly over the first 200 steps for BERT4Rec, RR-BERT4Rec, "
+            "RR-BERT4Rec (unidirectional)") in md
+    assert res["config"]["train_overrides"] == {"GRU4Rec": {"lr": 3e-3}, **{m: {"warmup_steps": 200} for m in (
+        "BERT4Rec", "RR-BERT4Rec", "RR-BERT4Rec (unidirectional)")}}
     assert "Fig. 1 analog" in md and "Claim verdict" in md and "Fig. 2 analog" in md and "eps0.1-random-seed0" in md
     for png in ("fig1_privacy_utility.png", "fig2_window_position.png"):
         assert (tmp_path / "out" / png).stat().st_size > 1000 and f"]({png})" in md
@@ -160,7 +163,9 @@ def test_subset_metrics_are_the_means_over_those_users():
     assert np.isnan(res.subset(np.zeros(5, bool))["hr@1"])
 
 
-def test_gru4rec_trains_at_its_own_learning_rate_and_only_its_runs_change_fingerprint(tmp_path):
+def test_methods_train_at_their_own_settings_and_only_their_runs_change_fingerprint(tmp_path):
+    """GRU4Rec's lr and the transformers' warmup are per-method settings: each changes only that method's
+    fingerprint, so the other methods' finished runs stay reusable."""
     from types import SimpleNamespace
 
     from privrec.experiments import rr as R
@@ -170,6 +175,10 @@ def test_gru4rec_trains_at_its_own_learning_rate_and_only_its_runs_change_finger
     split = SimpleNamespace(history=lambda stage: SimpleNamespace(lengths=np.array([0, 20, 30])))
     exp = R.RRExperiment(R.RRConfig(), inter, split, tmp_path / "p")
     spec = {m: RunSpec(R.run_key(m, None, None, None, 0), 0, {"method": m, "epsilon": None, "alternatives": None,
-                                                               "position": None}) for m in ("GRU4Rec", "BERT4Rec")}
+                                                               "position": None})
+            for m in ("GRU4Rec", "BERT4Rec", "RR-BERT4Rec")}
     assert exp.train_config("GRU4Rec").lr == 3e-3 and exp.train_config("BERT4Rec").lr == 3e-3
-    assert exp.fingerprint_of(spec["BERT4Rec"]) == exp.fingerprint() != exp.fingerprint_of(spec["GRU4Rec"])
+    assert exp.train_config("GRU4Rec").warmup_steps == 0
+    assert exp.train_config("BERT4Rec").warmup_steps == exp.train_config("RR-BERT4Rec").warmup_steps == 200
+    fp = {m: exp.fingerprint_of(s) for m, s in spec.items()}
+    assert fp["BERT4Rec"] == fp["RR-BERT4Rec"] and len({exp.fingerprint(), fp["GRU4Rec"], fp["BERT4Rec"]}) == 3

@@ -44,8 +44,8 @@ def _trainer(task, **kw):
     torch.manual_seed(0)
     model = build("sasrec", n_items=30, max_len=6, dropout=0.3, hidden=16)
     cfg = TrainConfig(epochs=kw.pop("epochs", 8), batch_size=8, lr=1e-2, patience=kw.pop("patience", 10),
-                      progress=False, seed=3, device="cpu")
-    return Trainer(model, task, cfg, EvalConfig(mode="sampled", n_negatives=10, ks=(10,), seed=3))
+                      warmup_steps=kw.pop("warmup_steps", 0), progress=False, seed=3, device="cpu")
+    return Trainer(model, task, cfg, EvalConfig(mode="sampled", n_negatives=10, ks=(10,), seed=3), **kw)
 
 
 def _same(a, b):
@@ -248,3 +248,52 @@ def test_restoring_the_best_weights_does_not_rewind_the_models_noise(task):
     # passes draw fresh noise, not the noise of the epochs after the best one again
     assert torch.equal(t.model.gen.get_state(), seen.states[-1])
     assert not torch.equal(t.model.gen.get_state(), seen.states[fit.best_epoch - 1])
+
+
+class StepLrs(Hook):
+    """Records the learning rate each optimizer step used."""
+
+    def __init__(self):
+        self.lrs = []
+
+    def on_batch_end(self, trainer, batch, loss):
+        self.lrs.append(trainer.optimizer.param_groups[0]["lr"])
+
+    def state_dict(self):
+        return {"lrs": list(self.lrs)}
+
+    def load_state_dict(self, state):
+        self.lrs = list(state["lrs"])
+
+
+def test_warmup_raises_the_learning_rate_linearly_then_holds_it_and_resumes_mid_warmup(task, tmp_path):
+    per_epoch = task.n_train_batches(8)
+    warmup = per_epoch * 2 + 3                                       # ends inside the third epoch
+    hook = StepLrs()
+    whole = _trainer(task, epochs=4, warmup_steps=warmup, hooks=[hook])
+    expected = whole.fit()
+    assert hook.lrs == pytest.approx([1e-2 * min(1.0, (t + 1) / warmup) for t in range(4 * per_epoch)])
+    state = tmp_path / "run.state"
+    with pytest.raises(Killed):                                     # killed at the start of epoch 2: mid-warmup
+        _trainer(KillAt(task, 2), epochs=4, warmup_steps=warmup, hooks=[StepLrs()]).fit(state)
+    again = StepLrs()
+    _same(_trainer(task, epochs=4, warmup_steps=warmup, hooks=[again]).fit(state), expected)
+    assert again.lrs == pytest.approx(hook.lrs)
+    assert _trainer(task, epochs=4).fit().history != expected.history    # warmup changes training
+
+
+def test_warmup_is_validated_and_left_out_of_fingerprints_at_its_default():
+    from dataclasses import asdict
+
+    from privrec.utils.repro import config_hash
+
+    with pytest.raises(ParameterError, match="warmup_steps"):
+        TrainConfig(warmup_steps=-1)
+    with pytest.raises(ParameterError, match="warmup_steps"):
+        TrainConfig(warmup_steps=1.5)
+    before = {k: v for k, v in asdict(TrainConfig()).items() if k != "warmup_steps"}   # a config from before the setting
+    assert "warmup_steps" not in TrainConfig().to_dict()
+    assert config_hash({"grid": {"train": asdict(TrainConfig())}, "x": [1]}) == config_hash({"grid": {"train": before}, "x": [1]})
+    assert TrainConfig(warmup_steps=100).to_dict()["warmup_steps"] == 100
+    assert config_hash({"train": asdict(TrainConfig(warmup_steps=100))}) != config_hash({"train": before})
+    assert config_hash({"warmup_steps": False}) != config_hash({})              # only the default itself is left out

@@ -41,6 +41,9 @@ from privrec.models import MODELS
 @click.option("--epochs", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--lr", type=float, default=1e-3, show_default=True)
+@click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Raise the lr linearly over the first N optimizer steps (BERT4Rec's recipe: 100; reproduce rr: 200 "
+                   "for the transformers); 0 = none.")
 @click.option("--patience", type=click.IntRange(min=1), default=10, show_default=True,
               help="Validations without improvement.")
 @click.option("--grad-clip", default=None, metavar="NORM|none",
@@ -100,7 +103,8 @@ from privrec.models import MODELS
 @click.option("--source", type=click.Path(file_okay=False), default=None,
               help="heterocdr: the source domain's published rating matrix, a release folder written by "
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
-def train(model, dataset, protocol, split, max_len, time_precision, window, stride, epochs, batch_size, lr, patience,
+def train(model, dataset, protocol, split, max_len, time_precision, window, stride, epochs, batch_size, lr, warmup_steps,
+          patience,
           grad_clip, select_metric,
           threads,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
@@ -135,7 +139,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
             raise ParameterError("dpsgd-srgnn needs its budget: --epsilon2 E (or --dpsgd-epsilon E)")
         model, dpsgd_epsilon, epsilon2 = "srgnn", dpsgd_epsilon if dpsgd_epsilon is not None else epsilon2, None
     if registry[model].task == "interactions":
-        return _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience,
+        return _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup_steps, patience,
                              parse_grad_clip(grad_clip, 5.0), select_metric, seeds, assignments, epsilon, out, quiet)
     if target or source:
         raise ParameterError("--target and --source are for the matrix models (bpr, neumf, dmf, ddtcdr, heterocdr)")
@@ -163,7 +167,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
         split=split or preset["split"], time_precision=time_precision or preset["time_precision"], max_len=length,
         window_mode=window, stride=stride,
         model_config=model_config,
-        train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
+        train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience, warmup_steps=warmup_steps,
                           grad_clip=parse_grad_clip(grad_clip, preset["grad_clip"]),
                           select_metric=select_metric, device=device, progress=not quiet),
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
@@ -207,8 +211,8 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     click.echo(f"\nreport: {out_dir}/results.md  checkpoints: {out_dir}/*.pt")
 
 
-def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patience, grad_clip, select_metric, seeds,
-                  assignments, epsilon, out, quiet) -> None:
+def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup_steps, patience, grad_clip,
+                  select_metric, seeds, assignments, epsilon, out, quiet) -> None:
     """``train bpr|neumf|dmf|ddtcdr|heterocdr --target DOMAIN [--source RELEASE]`` (PriCDR's second stage;
     ddtcdr reads the other domain's raw interactions)."""
     from privrec.experiments import pricdr as P
@@ -226,6 +230,7 @@ def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, patien
     if source is not None and model != "heterocdr":
         raise ParameterError(f"--source is read by heterocdr only; {model} trains on the target alone")
     cfg = P.PriCDRConfig(train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
+                                           warmup_steps=warmup_steps,
                                            grad_clip=grad_clip, select_metric=select_metric, progress=not quiet))
     out_dir = Path(out or f"runs/{model}-{target}")
     log = lambda msg: click.echo(msg, err=True)

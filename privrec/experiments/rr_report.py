@@ -121,6 +121,14 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
             "command": command, "environment": env}
 
 
+def _warmup_note(cfg: dict) -> str:
+    """', lr warmed up linearly over its first N steps for A, B' for the methods that have a warmup."""
+    by_steps: dict[int, list[str]] = {}
+    for m, o in cfg.get("train_overrides", {}).items():
+        if o.get("warmup_steps"):
+            by_steps.setdefault(o["warmup_steps"], []).append(m)
+    return "".join(f", lr warmed up linearly over the first {n} steps for {', '.join(ms)}" for n, ms in by_steps.items())
+
 def write(out_dir: str | Path, res: dict) -> None:
     from privrec.experiments.rr_plot import plots
 
@@ -160,6 +168,7 @@ def markdown(res: dict) -> str:
              f"{alt}. Adam lr {cfg['train']['lr']:g}"
              + "".join(f", {m} lr {o['lr']:g}" for m, o in cfg.get("train_overrides", {}).items()
                        if "lr" in o and o["lr"] != cfg["train"]["lr"])
+             + _warmup_note(cfg)
              + f", at most {cfg['train']['epochs']} epochs, patience {cfg['train']['patience']}."
              + (f" Quick run on {cfg['max_users']} users." if cfg["max_users"] else ""), "",
              "What is perturbed: each user's history before the test item, once, on the user side; training inputs "

@@ -1,4 +1,5 @@
-"""The one training loop: Adam, periodic validation, early stopping, best weights kept.
+"""The one training loop: Adam (optionally with a linear learning-rate warmup), periodic validation,
+early stopping, best weights kept.
 
 The test split is never touched here: :meth:`Trainer.fit` selects on validation only, and
 the caller evaluates the restored best model on test exactly once.
@@ -37,7 +38,7 @@ from privrec.evaluation.evaluator import EvalConfig, EvalResult, evaluate
 from privrec.models.base import Recommender
 from privrec.training.model_state import data_digest, data_keys, learned_state, load_learned_state
 from privrec.utils.io import atomic_path
-from privrec.utils.repro import lock_digest
+from privrec.utils.repro import lock_digest, without_later_defaults
 
 STATE_FORMAT = "privrec-train-state/1"
 UNRECORDED_LOCK = "unrecorded"      # epochs of a state saved before states recorded their lock
@@ -53,6 +54,10 @@ class TrainConfig:
     eval_every: int = 1             # epochs between validations
     select_metric: str = "ndcg@10"
     grad_clip: float | None = 5.0
+    # linear warmup: the learning rate of optimizer step t (0-based) is lr * min(1, (t + 1) / warmup_steps),
+    # counted from the first epoch; 0 = none. BERT4Rec's recipe (Sun et al. 2019: 100 steps) against the
+    # slow start of a post-LayerNorm transformer at a high lr (docs/rr.md)
+    warmup_steps: int = 0
     seed: int = 0
     device: str = "auto"            # "auto" picks CUDA when present
     progress: bool = True
@@ -65,9 +70,13 @@ class TrainConfig:
             raise ParameterError(f"lr must be a positive number, got {self.lr}")
         if self.patience < 1:
             raise ParameterError(f"patience must be >= 1, got {self.patience}")
+        if not (isinstance(self.warmup_steps, int) and self.warmup_steps >= 0):
+            raise ParameterError(f"warmup_steps must be a whole number >= 0 (0 = no warmup), got {self.warmup_steps!r}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings; one added later is left out at the default that reproduces the behaviour
+        before it (:data:`privrec.utils.repro.LATER_DEFAULTS`), so states saved before it still match."""
+        return without_later_defaults(asdict(self))
 
 
 class Hook:
@@ -165,6 +174,7 @@ class Trainer:
         self.model.train()
         total, count = 0.0, 0
         batches = self.task.train_batches(self.cfg.batch_size, self.rng)
+        step = (epoch - 1) * self.task.n_train_batches(self.cfg.batch_size)  # optimizer steps before this epoch
         if self.cfg.progress:
             from tqdm.auto import tqdm
 
@@ -184,6 +194,10 @@ class Trainer:
                                     "is kept, so a rerun with other settings starts over from scratch")
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            if self.cfg.warmup_steps:
+                for group in self.optimizer.param_groups:
+                    group["lr"] = self.cfg.lr * min(1.0, (step + 1) / self.cfg.warmup_steps)
+            step += 1
             if self.cfg.grad_clip:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
             self.optimizer.step()

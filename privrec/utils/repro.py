@@ -54,13 +54,30 @@ def seed_torch(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+# Settings added after results were recorded, with the default that reproduces the behaviour before them:
+# at that default they are left out of every hashed configuration (:func:`without_later_defaults`), so a
+# record or state made before the setting existed keeps its fingerprint and stays reusable.
+LATER_DEFAULTS: dict[str, object] = {"warmup_steps": 0}
+
+
+def without_later_defaults(config):
+    """``config`` (nested dicts/lists) without the keys of :data:`LATER_DEFAULTS` that hold their default."""
+    if isinstance(config, dict):
+        return {k: without_later_defaults(v) for k, v in config.items()
+                if not (k in LATER_DEFAULTS and v == LATER_DEFAULTS[k] and type(v) is type(LATER_DEFAULTS[k]))}
+    if isinstance(config, (list, tuple)):
+        return type(config)(without_later_defaults(v) for v in config)
+    return config
+
+
 def config_hash(config: dict, *arrays: np.ndarray) -> str:
-    """16 hex digits of SHA-256 over ``config`` (as sorted JSON) and the bytes of ``arrays``: names
-    what a saved run depends on, so results or states are reused only under the same inputs."""
+    """16 hex digits of SHA-256 over ``config`` (as sorted JSON, settings of :data:`LATER_DEFAULTS` at
+    their default left out) and the bytes of ``arrays``: names what a saved run depends on, so results
+    or states are reused only under the same inputs."""
     import hashlib
     import json
 
-    h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
+    h = hashlib.sha256(json.dumps(without_later_defaults(config), sort_keys=True, default=str).encode())
     for a in arrays:
         h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()[:16]
