@@ -1,7 +1,7 @@
 """Probe: one run of ``privrec reproduce rr``'s grid with another lr warmup and epoch cap, its validation curve
 printed (nothing is written to the grid's progress file or states).
 
-    python tools/probe_rr_warmup.py WARMUP_STEPS EPOCHS [SEED] [METHOD] [--published DIR]
+    python tools/probe_rr_warmup.py WARMUP_STEPS EPOCHS [SEED] [METHOD] [--epsilon E] [--published DIR]
 
 It reads the grid's releases (``results/rr-ml-1m.published`` by default; only the non-private run needs none)
 and builds the model from the seed exactly as the grid does, so its curve pairs with the grid's run of that

@@ -129,6 +129,7 @@ def _warmup_note(cfg: dict) -> str:
             by_steps.setdefault(o["warmup_steps"], []).append(m)
     return "".join(f", lr warmed up linearly over the first {n} steps for {', '.join(ms)}" for n, ms in by_steps.items())
 
+
 def write(out_dir: str | Path, res: dict) -> None:
     from privrec.experiments.rr_plot import plots
 
