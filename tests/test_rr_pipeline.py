@@ -182,4 +182,4 @@ def test_methods_train_at_their_own_settings_and_only_their_runs_change_fingerpr
     assert exp.train_config("BERT4Rec").warmup_steps == exp.train_config("RR-BERT4Rec").warmup_steps == 200
     fp = {m: exp.fingerprint_of(s) for m, s in spec.items()}
     assert fp["BERT4Rec"] == fp["RR-BERT4Rec"] != fp["GRU4Rec"] == exp.fingerprint()
-    assert exp.train_config("GRU4Rec") == R.RRConfig().train and R.RRConfig().train.patience == 10
+    assert exp.train_config("GRU4Rec") == R.RRConfig().train and R.RRConfig().train.patience is None

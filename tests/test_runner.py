@@ -278,3 +278,15 @@ def test_a_report_only_call_estimates_what_the_missing_runs_cost(tmp_path):
     outcome = execute(full, out, train_missing=False, log=lambda m: None)
     assert full.trained == [] and sorted(outcome.missing) == ["a|1", "b|0", "b|1"]
     assert outcome.remaining["runs"] == 3 and outcome.remaining["unpriced"] == 3   # Toy records carry no time
+
+
+def test_a_fixed_budget_counts_only_runs_that_trained_it_whole_and_marks_late_bests():
+    from privrec.experiments.caps import may_still_improve, reusable, stopped_early
+
+    late, early = ({"best_epoch": b, "epochs_run": 100, "stopped_early": False} for b in (95, 60))
+    stopped = {"best_epoch": 35, "epochs_run": 45, "stopped_early": True}
+    assert reusable(late, (100, None, 1)) and reusable(early, (100, None, 1))
+    assert not reusable(late, (150, None, 1))                   # a higher budget continues it
+    assert may_still_improve(late, None) and not may_still_improve(early, None)
+    assert not stopped_early({"best_epoch": 35, "epochs_run": 45}, None)     # no patience: never judged stopped
+    assert may_still_improve(early, 10) and not may_still_improve(stopped, 10)   # with patience: the cap ended it

@@ -74,6 +74,32 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(task, tmp_path, patien
     _same(again, expected)
 
 
+@pytest.mark.parametrize("longer", [3, None])         # a longer patience / no early stopping (fixed budget)
+def test_a_run_stopped_early_continues_exactly_under_a_longer_patience(task, tmp_path, longer):
+    state = tmp_path / "run.state"
+    short = _trainer(task, patience=1).fit(state)
+    assert short.stopped_early and short.epochs_run < 8
+    continued = _trainer(task, patience=longer).fit(state)
+    expected = _trainer(task, patience=longer).fit()
+    _same(continued, expected)
+    assert continued.epochs_run > short.epochs_run
+    assert continued.stopped_early == expected.stopped_early == (longer is not None and expected.epochs_run < 8)
+    # a state is never rewound: under a shorter patience it trains no further and keeps the best found so far
+    if longer is not None:
+        again = _trainer(task, patience=1).fit(state)
+        assert (again.best_epoch, again.epochs_run, again.history) == (continued.best_epoch, continued.epochs_run,
+                                                                         continued.history)
+
+
+def test_no_early_stopping_trains_the_whole_budget_and_keeps_the_best_epoch(task):
+    fit = _trainer(task, patience=None).fit()
+    assert fit.epochs_run == 8 and not fit.stopped_early
+    scores = [row["valid"]["ndcg@10"] for row in fit.history]
+    assert fit.best_epoch == 1 + int(np.argmax(scores))
+    with pytest.raises(ParameterError, match="patience must be >= 1"):
+        TrainConfig(patience=0)
+
+
 def test_a_run_resumed_under_another_lock_records_how_many_epochs_ran_under_each(task, tmp_path, monkeypatch):
     """A state keeps the lock digest of every epoch it trained: a run stopped, then resumed after the lock
     changed (a dependency bump) says so in its fit; a state from before states kept it counts as unrecorded."""

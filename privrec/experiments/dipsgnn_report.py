@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from privrec.experiments.caps import stopped_early
+from privrec.experiments.caps import may_still_improve
 from privrec.experiments.dipsgnn import PAPER_GAP, PAPER_TABLE, ablation_cells, grid, labels, run_key
 from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, fmt_num, markdown_table, partial_note, save_report, trailer
@@ -44,7 +44,7 @@ def summarise(runs: list[RunRecord], patience: int, every: int) -> list[dict]:
     for key, rs in groups.items():
         p = [privacy(r) for r in rs]
         out.append({"labels": dict(zip(LABEL_KEYS, key)), "seeds": [r.seed for r in rs],
-                    "capped": sum(not stopped_early(r.fit, patience, every) for r in rs),
+                    "capped": sum(may_still_improve(r.fit, patience, every) for r in rs),
                     "test": aggregate({c: 100 * r.metrics["test"][m] for c, m in COLS.items()} for r in rs),
                     "privacy": p[0] | {"true": max((q["true"] for q in p if q["true"] is not None), default=None)}})
     return out

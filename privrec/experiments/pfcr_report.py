@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from privrec.experiments.caps import stopped_early
+from privrec.experiments.caps import may_still_improve
 from privrec.experiments.pfcr import cells, codec_of, prompt_variants, run_key, sweep_cells
 from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, markdown_table, partial_note, pm, save_report, trailer
@@ -140,7 +140,7 @@ def training_length(runs: list[dict], patience: int) -> list[str]:
         parts = {k: v for k, v in r["fit"].get("parts", {}).items() if k != "federation"}
         if parts:
             body.append([r["key"].replace("|", " · "), ", ".join(
-                f"{k} {v['best_epoch']}/{v['epochs_run']}{'' if stopped_early(v, patience) else ' (cap)'}"
+                f"{k} {v['best_epoch']}/{v['epochs_run']}{' (cap)' if may_still_improve(v, patience) else ''}"
                 for k, v in parts.items())])
     if not body:
         return []

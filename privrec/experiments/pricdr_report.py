@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from privrec.experiments.caps import stopped_early
+from privrec.experiments.caps import may_still_improve
 from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import (
     aggregate,
@@ -41,7 +41,7 @@ def summarise(runs: list[RunRecord], patience: int, every: int) -> list[dict]:
     for r in runs:
         groups.setdefault(_cell(r.labels), []).append(r)
     return [{**dict(zip(KEYS, cell)), "runs": len(rs), "seeds": sorted(r.seed for r in rs),
-             "capped": sum(not stopped_early(r.fit, patience, every) for r in rs),
+             "capped": sum(may_still_improve(r.fit, patience, every) for r in rs),
              "test": aggregate({c: r.column(c) for c in COLS} for r in rs)} for cell, rs in groups.items()]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from privrec.experiments.caps import stopped_early
+from privrec.experiments.caps import may_still_improve
 from privrec.experiments.pricdsr import PriCDSRConfig
 from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, markdown_table, partial_note, pm, save_report, trailer
@@ -38,7 +38,7 @@ def summarise(runs: list[RunRecord], cfg: PriCDSRConfig) -> list[dict]:
     for r in runs:
         k = _group(r)
         groups.setdefault(k, []).append({c: value(r, c) for c in (f"{m} ({p})" for p in r.metrics for m in r.metrics[p])})
-        capped[k] = capped.get(k, 0) + (not stopped_early(r.fit, cfg.train.patience, cfg.train.eval_every))
+        capped[k] = capped.get(k, 0) + may_still_improve(r.fit, cfg.train.patience, cfg.train.eval_every)
     return [{"target": t, "aux": a, "variant": v, "epsilon": e, "runs": len(ms), "capped": capped[(t, a, v, e)],
              "test": aggregate(ms)} for (t, a, v, e), ms in groups.items()]
 

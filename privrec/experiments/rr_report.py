@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privrec.experiments.caps import stopped_early
+from privrec.experiments.caps import RISING_WINDOW, may_still_improve
 from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, certificates, markdown_table, partial_note, pm, save_report, trailer
 from privrec.experiments.rr import TRAIN_OVERRIDES, WINDOW_USERS
@@ -41,7 +41,7 @@ def summarise(runs: list[RunRecord], patience: int, every: int) -> list[dict]:
     for (m, e, a, p), rs in groups.items():
         cols = COLS + (WINDOW_COLS if all(f"sampled, {WINDOW_USERS}" in r.metrics for r in rs) else ())
         out.append({"method": m, "epsilon": e, "alternatives": a, "position": p, "runs": len(rs),
-                    "capped": sum(not stopped_early(r.fit, patience, every) for r in rs),
+                    "capped": sum(may_still_improve(r.fit, patience, every) for r in rs),
                     "published_users": rs[0].extra.get("published_users"),
                     "window_users": rs[0].extra.get("window_users"),
                     "test": aggregate({c: value(r, c) for c in cols} for r in rs)})
@@ -121,6 +121,14 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
             "command": command, "environment": env}
 
 
+def _budget_note(train: dict) -> str:
+    """How long each run trained: a fixed budget, or a cap with early stopping."""
+    if train["patience"] is None:
+        return (f", a fixed budget of {train['epochs']} epochs (no early stopping; the epoch with the best "
+                "validation is tested).")
+    return f", at most {train['epochs']} epochs, patience {train['patience']}."
+
+
 def _warmup_note(cfg: dict) -> str:
     """', lr warmed up linearly over its first N steps for A, B' for the methods that have a warmup."""
     by_steps: dict[int, list[str]] = {}
@@ -170,7 +178,7 @@ def markdown(res: dict) -> str:
              + "".join(f", {m} lr {o['lr']:g}" for m, o in cfg.get("train_overrides", {}).items()
                        if "lr" in o and o["lr"] != cfg["train"]["lr"])
              + _warmup_note(cfg)
-             + f", at most {cfg['train']['epochs']} epochs, patience {cfg['train']['patience']}."
+             + _budget_note(cfg["train"])
              + (f" Quick run on {cfg['max_users']} users." if cfg["max_users"] else ""), "",
              "What is perturbed: each user's history before the test item, once, on the user side; training inputs "
              "and validation histories are its prefix. Not perturbed (as in the paper): training labels and "
@@ -220,7 +228,10 @@ def markdown(res: dict) -> str:
                                                   (*PAPER["metrics"], *WINDOW_COLS))]
                               for p in cfg["positions"]]), ""]
     if any(s["capped"] for s in summary):
-        lines += ["† the epoch cap, not early stopping, ended at least one run of this cell.", ""]
+        lines += [("† the epoch cap, not early stopping, ended at least one run of this cell." if
+                   cfg["train"]["patience"] is not None else
+                   f"† at least one run of this cell had its best validation in the last {RISING_WINDOW} epochs of "
+                   "the budget: it may still have been improving."), ""]
     lines += ["## Certificates of the published histories", "",
               markdown_table(["release", "published users", "refused", "guarantee"],
                              [[name, c["input"].get("published_users"), c["input"].get("refused_users"),

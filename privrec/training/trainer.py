@@ -50,7 +50,9 @@ class TrainConfig:
     batch_size: int = 256
     lr: float = 1e-3
     weight_decay: float = 0.0
-    patience: int = 10              # validations without improvement before stopping
+    # validations without improvement before stopping; None: never stop early (a fixed budget of ``epochs``,
+    # the best validated epoch kept)
+    patience: int | None = 10
     eval_every: int = 1             # epochs between validations
     select_metric: str = "ndcg@10"
     grad_clip: float | None = 5.0
@@ -68,8 +70,8 @@ class TrainConfig:
                 raise ParameterError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ParameterError(f"lr must be a positive number, got {self.lr}")
-        if self.patience < 1:
-            raise ParameterError(f"patience must be >= 1, got {self.patience}")
+        if self.patience is not None and self.patience < 1:
+            raise ParameterError(f"patience must be >= 1 (or None: no early stopping), got {self.patience}")
         if not (isinstance(self.warmup_steps, int) and self.warmup_steps >= 0):
             raise ParameterError(f"warmup_steps must be a whole number >= 0 (0 = no warmup), got {self.warmup_steps!r}")
 
@@ -247,9 +249,12 @@ class Trainer:
         each epoch, and a run started with an existing file continues from it: a run killed and
         restarted gives the same result as one that was never interrupted, and a run that ended at
         its epoch cap continues when restarted with a higher cap (exactly as if the cap had been
-        higher from the start when every epoch is validated, ``eval_every=1``; the cap is the
-        one setting a state may differ in). The caller
-        removes the file once the result is stored elsewhere."""
+        higher from the start when every epoch is validated, ``eval_every=1``), and one that stopped
+        early continues when restarted with a longer patience (or none), exactly as if that patience
+        had been set from the start. A state is never rewound: resumed under a shorter patience it
+        keeps the best epoch found so far (which a run with that patience from the start might
+        not have reached). The cap and the patience are the settings a
+        state may differ in. The caller removes the file once the result is stored elsewhere."""
         s = {"best_score": -math.inf, "best_state": None, "best_epoch": 0, "best_metrics": None,
              "best_n_users": 0, "history": [], "waited": 0, "epoch": 0, "train_time": 0.0, "elapsed": 0.0,
              "stopped": False}
@@ -258,6 +263,8 @@ class Trainer:
             if s["epoch"] > self.cfg.epochs:
                 raise CheckpointError(f"{state_path}: saved after epoch {s['epoch']}, beyond this run's cap of "
                                       f"{self.cfg.epochs} epochs; delete it or raise the cap")
+            # the stopping rule is this run's: a run stopped early by a shorter patience goes on
+            s["stopped"] = self.cfg.patience is not None and s["waited"] >= self.cfg.patience
             self.log(f"resuming from {state_path} after epoch {s['epoch']}")
         for hook in self.hooks:
             hook.on_fit_start(self)
@@ -282,7 +289,7 @@ class Trainer:
                     s["waited"] += 1
                 self.log(f"epoch {epoch:3d}  loss {loss:.4f}  valid {self.cfg.select_metric} {score:.4f}"
                          f"  (best {s['best_score']:.4f} @ {s['best_epoch']})")
-                if s["waited"] >= self.cfg.patience:
+                if self.cfg.patience is not None and s["waited"] >= self.cfg.patience:
                     self.log(f"early stop: no improvement in {s['waited']} validations")
                     s["stopped"] = True
             s["history"].append(row)
@@ -303,7 +310,7 @@ class Trainer:
 
     def _state_config(self) -> dict:
         d = self.cfg.to_dict()
-        for k in ("progress", "device", "epochs"):     # the cap only bounds the loop: see fit()
+        for k in ("progress", "device", "epochs", "patience"):     # the stopping rule only bounds the loop: fit()
             d.pop(k)
         return {"train": d, "eval": self.eval_cfg.to_dict(), "model": type(self.model).__name__,
                 "model_config": self.model.config() if hasattr(self.model, "config") else None}
@@ -339,7 +346,8 @@ class Trainer:
         if not isinstance(payload, dict) or payload.get("format") != STATE_FORMAT:
             raise CheckpointError(f"{path}: not a {STATE_FORMAT} file; delete it to train from scratch")
         saved = json.loads(payload["config"])
-        saved["train"].pop("epochs", None)
+        for k in ("epochs", "patience"):
+            saved["train"].pop(k, None)
         if saved != json.loads(json.dumps(self._state_config(), sort_keys=True, default=str)):
             raise CheckpointError(f"{path}: saved by a run with a different training configuration; "
                                   "delete it or pass another path")
