@@ -201,6 +201,8 @@ def test_cli_train_never_replaces_a_folder_of_user_files(tiny_inter_file, tmp_pa
     (["train", "sasrec", "--dataset", "{bad}", "--grad-clip", "inf"], "--grad-clip must be"),
     (["train", "sasrec", "--dataset", "{bad}", "--grad-clip", "five"], "--grad-clip must be"),
     (["train", "gru4rec", "--dataset", "{bad}", "--set", "positions=newest"], "GRU4Rec has no hyperparameter 'positions'"),
+    (["train", "sasrec", "--dataset", "{bad}", "--patience", "0"], "--patience must be a whole number >= 1 or 'none'"),
+    (["train", "sasrec", "--dataset", "{bad}", "--patience", "soon"], "--patience must be"),
     (["recommend", "missing.pt", "--user", "1"], "no such checkpoint"),
 ])
 def test_cli_errors_are_one_line_and_nonzero(args, needle, capsys, tmp_path, monkeypatch):
@@ -234,6 +236,13 @@ def test_cli_train_gradient_clipping_follows_the_protocol(protocol, flag, expect
     cfg = _config_of(["train", "sasrec", "--dataset", str(tiny_inter_file), "--protocol", protocol, *flag,
                       "--out", str(tmp_path / "run"), "--quiet"], monkeypatch)
     assert cfg.train.grad_clip == expected
+
+
+def test_cli_train_patience_none_is_a_fixed_budget(tiny_inter_file, tmp_path, monkeypatch):
+    argv = ["train", "bert4rec", "--dataset", str(tiny_inter_file), "--out", str(tmp_path / "run"), "--quiet"]
+    assert _config_of(argv, monkeypatch).train.patience == 10
+    assert _config_of([*argv, "--patience", "none"], monkeypatch).train.patience is None
+    assert _config_of([*argv, "--patience", "4"], monkeypatch).train.patience == 4
 
 
 def test_cli_train_warmup_reaches_the_config_and_stays_out_of_its_hash_at_zero(tiny_inter_file, tmp_path, monkeypatch):

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from privrec.cli.options import command_line, eval_config, eval_options, parse_assignments, parse_grad_clip, parse_seeds
+from privrec.cli.options import (
+    command_line,
+    eval_config,
+    eval_options,
+    parse_assignments,
+    parse_grad_clip,
+    parse_patience,
+    parse_seeds,
+)
 from privrec.errors import ParameterError
 from privrec.models import MODELS
 
@@ -44,8 +52,9 @@ from privrec.models import MODELS
 @click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True,
               help="Raise the lr linearly over the first N optimizer steps (BERT4Rec's recipe: 100; reproduce rr: 200 "
                    "for the transformers); 0 = none.")
-@click.option("--patience", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Validations without improvement.")
+@click.option("--patience", default="10", show_default=True, metavar="N|none",
+              help="Validations without improvement before stopping, or 'none': train all --epochs and keep the "
+                   "best validated epoch (reproduce rr's fixed budget).")
 @click.option("--grad-clip", default=None, metavar="NORM|none",
               help="Clip the gradient norm at NORM each step, or 'none' (default: the protocol's: none for recbole "
                    "and recbole-masked, as RecBole; 5 for raw, dipsgnn and the matrix models).")
@@ -110,7 +119,8 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
           mask_history, ks, epsilon1, delta, epsilon2, clip_norm, steps, no_user_features, accounting, dpsgd_epsilon, dpsgd_clip, out, quiet, target,
           source) -> None:
-    """Train MODEL with early stopping on validation; test once; write a report and checkpoints.
+    """Train MODEL with early stopping on validation (or a fixed budget: --patience none); test once; write
+    a report and checkpoints.
 
     Each seed's result is appended to OUT.progress.jsonl as soon as it is tested (removed once the
     report is written), and training state is kept per epoch in OUT.state: a killed run resumes.
@@ -130,6 +140,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     from privrec.utils.repro import environment
 
     model = model.lower()
+    patience = parse_patience(patience)
     if threads is not None:
         import torch
 

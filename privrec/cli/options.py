@@ -94,6 +94,20 @@ def parse_grad_clip(text: str | None, default: float | None) -> float | None:
     return value
 
 
+def parse_patience(text: str | int) -> int | None:
+    """``--patience``: validations without improvement before stopping, or ``none`` (a fixed budget of
+    ``--epochs``, the best validated epoch kept, as ``reproduce rr`` trains)."""
+    if str(text).strip().lower() == "none":
+        return None
+    try:
+        value = int(str(text))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ParameterError(f"--patience must be a whole number >= 1 or 'none' (no early stopping), got {text!r}")
+    return value
+
+
 def parse_seeds(text: str) -> tuple[int, ...]:
     try:
         seeds = tuple(int(s) for s in text.split(",") if s.strip())
