@@ -42,6 +42,8 @@ from privrec.utils.repro import lock_digest, without_later_defaults
 
 STATE_FORMAT = "privrec-train-state/1"
 UNRECORDED_LOCK = "unrecorded"      # epochs of a state saved before states recorded their lock
+# the stopping rule: it only bounds fit()'s loop, so a state continues under another (see Trainer.fit)
+STOPPING_RULE = ("epochs", "patience")
 
 
 @dataclass(frozen=True)
@@ -310,7 +312,7 @@ class Trainer:
 
     def _state_config(self) -> dict:
         d = self.cfg.to_dict()
-        for k in ("progress", "device", "epochs", "patience"):     # the stopping rule only bounds the loop: fit()
+        for k in ("progress", "device", *STOPPING_RULE):
             d.pop(k)
         return {"train": d, "eval": self.eval_cfg.to_dict(), "model": type(self.model).__name__,
                 "model_config": self.model.config() if hasattr(self.model, "config") else None}
@@ -346,7 +348,7 @@ class Trainer:
         if not isinstance(payload, dict) or payload.get("format") != STATE_FORMAT:
             raise CheckpointError(f"{path}: not a {STATE_FORMAT} file; delete it to train from scratch")
         saved = json.loads(payload["config"])
-        for k in ("epochs", "patience"):
+        for k in STOPPING_RULE:
             saved["train"].pop(k, None)
         if saved != json.loads(json.dumps(self._state_config(), sort_keys=True, default=str)):
             raise CheckpointError(f"{path}: saved by a run with a different training configuration; "
