@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from privrec.experiments.runner import RunRecord, RunSpec, execute, progress_path
+from privrec.experiments.runner import RunRecord, RunSpec, execute, progress_path, state_dir, unfinished_states
 
 
 @dataclass
@@ -53,6 +53,28 @@ def test_resume_reuses_runs_of_the_same_fingerprint(tmp_path):
     changed = Toy({"a": 2, "b": 1})                  # one experiment-wide fingerprint: everything reruns
     execute(changed, out, log=lambda m: None)
     assert len(changed.trained) == 4
+
+
+class CutOff(Toy):
+    """Writes each run's state (and, for the last run, a part kept beside it); the last run is cut off."""
+
+    def train(self, spec, state, log):
+        state.parent.mkdir(parents=True, exist_ok=True)
+        state.write_bytes(b"state")
+        if spec.key == "b|1":
+            state.with_name(state.name + ".done").write_bytes(b"part")
+            raise RuntimeError("cut off")
+        return super().train(spec, state, log)
+
+
+def test_unfinished_states_are_the_cut_off_runs_with_their_parts_not_the_capped_finished_ones(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="cut off"):
+        execute(CutOff({"a": 1, "b": 1}), out, log=lambda m: None)
+    assert len(list(state_dir(out).iterdir())) == 5          # three capped runs keep theirs (a higher cap continues)
+    left = unfinished_states(out)
+    assert [p.name.split("-", 2)[-1] for p in left] == ["b_1.pt", "b_1.pt.done"]
+    assert unfinished_states(tmp_path / "nothing") == []
 
 
 def test_per_model_fingerprints_redo_only_the_changed_models_runs(tmp_path):

@@ -136,6 +136,23 @@ def state_dir(out_dir: str | Path) -> Path:
     return Path(str(out_dir).rstrip("/") + ".state")
 
 
+def state_file(out_dir: str | Path, fingerprint: str, key: str) -> Path:
+    """Where the run ``key`` of ``fingerprint`` keeps its training state between epochs."""
+    return state_dir(out_dir) / f"{fingerprint}-{safe_name(key)}.pt"
+
+
+def unfinished_states(out_dir: str | Path) -> list[Path]:
+    """What ``OUT.state/`` holds for runs with no finished record in ``OUT.progress.jsonl``: each state
+    and the parts kept beside it (``state.*``, see :func:`remove_state`). A run that reached its epoch
+    cap keeps its state beside its record (a higher cap continues it); that one is left out."""
+    if not state_dir(out_dir).is_dir():
+        return []
+    finished = {state_file(out_dir, r["fingerprint"], r["key"]).name for r in read_json_lines(progress_path(out_dir))
+                if isinstance(r.get("key"), str) and isinstance(r.get("fingerprint"), str)}
+    return sorted(p for p in state_dir(out_dir).iterdir()
+                  if not p.name.startswith(".") and ".pt" in p.name and p.name[:p.name.index(".pt") + 3] not in finished)
+
+
 def fingerprints(exp: Experiment, specs: Sequence[RunSpec]) -> dict[str, str]:
     """Each run's fingerprint: ``exp.fingerprint_of(spec)`` where the experiment declares it (settings
     that only some methods read), else the experiment's one ``fingerprint()``."""
@@ -271,7 +288,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
         raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
     pending = [s for s in specs if s.key not in finished] if train_missing else []
     missing = [s.key for s in specs if s.key not in finished and not train_missing]
-    state_of = {s.key: states / f"{fp[s.key]}-{safe_name(s.key)}.pt" for s in specs}
+    state_of = {s.key: state_file(out_dir, fp[s.key], s.key) for s in specs}
     for key in keys:
         if key in finished:
             log(describe(finished[key]))

@@ -53,7 +53,7 @@ tar cf "$OUT/logs.tar" -C /tmp logs
 part=0; size=0; batch=()
 flush() { [ ${#batch[@]} -gt 0 ] && [ $part -lt 6 ] && tar cf "$OUT/states-$part.tar" "${batch[@]}" && part=$((part + 1)); batch=(); size=0; }
 for f in "${states[@]}"; do
-  s=$(stat -c %s "$f")
+  s=$(du -sb "$f" | cut -f1)
   [ $((size + s)) -gt 15000000 ] && flush
   batch+=("$f"); size=$((size + s))
 done
