@@ -149,8 +149,8 @@ def unfinished_states(out_dir: str | Path) -> list[Path]:
         return []
     finished = {state_file(out_dir, r["fingerprint"], r["key"]).name for r in read_json_lines(progress_path(out_dir))
                 if isinstance(r.get("key"), str) and isinstance(r.get("fingerprint"), str)}
-    return sorted(p for p in state_dir(out_dir).iterdir()
-                  if not p.name.startswith(".") and ".pt" in p.name and p.name[:p.name.index(".pt") + 3] not in finished)
+    return sorted(p for p in state_dir(out_dir).iterdir() if not p.name.startswith(".")
+                  and p.name not in finished and not any(p.name.startswith(f"{n}.") for n in finished))
 
 
 def fingerprints(exp: Experiment, specs: Sequence[RunSpec]) -> dict[str, str]:

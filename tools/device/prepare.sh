@@ -14,6 +14,7 @@ names=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --file)
+      [ $# -ge 2 ] || { echo "prepare.sh: --file needs PATH[:DEST]" >&2; exit 2; }
       from=${2%%:*}; to=${2#*:}; [ "$to" = "$2" ] && to=$from
       [ -e "$from" ] || { echo "prepare.sh: --file $from does not exist" >&2; exit 2; }
       find "$from" -type f | while IFS= read -r f; do

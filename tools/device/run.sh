@@ -50,15 +50,20 @@ for o in "${outs[@]}"; do
 done
 [ ${#results[@]} -gt 0 ] && tar cf "$OUT/results.tar" "${results[@]}"
 tar cf "$OUT/logs.tar" -C /tmp logs
-part=0; size=0; batch=()
-flush() { [ ${#batch[@]} -gt 0 ] && [ $part -lt 6 ] && tar cf "$OUT/states-$part.tar" "${batch[@]}" && part=$((part + 1)); batch=(); size=0; }
+part=0; size=0; batch=(); left=()
+flush() {
+  if [ ${#batch[@]} -gt 0 ]; then
+    if [ $part -lt 6 ]; then tar cf "$OUT/states-$part.tar" "${batch[@]}"; part=$((part + 1)); else left+=("${batch[@]}"); fi
+  fi
+  batch=(); size=0
+}
 for f in "${states[@]}"; do
   s=$(du -sb "$f" | cut -f1)
   [ $((size + s)) -gt 15000000 ] && flush
   batch+=("$f"); size=$((size + s))
 done
 flush
-[ ${#states[@]} -gt 0 ] && [ $part -ge 6 ] && echo "warning: more states than 6 parts of 15 MB; some stayed behind"
+[ ${#left[@]} -gt 0 ] && echo "warning: states beyond 6 parts of 15 MB stayed behind: ${left[*]}"
 for ((j = 0; j < i; j++)); do
   echo "== $j: ${cmds[$j]}"; tr '\r' '\n' < "/tmp/logs/log$j" | grep -a "best epoch\|error\|Error\|report:\|\] epoch" | tail -14
 done
