@@ -109,8 +109,7 @@ def absolute_at_smallest(runs: list[RunRecord], drop_rows: list[dict], alternati
     if not drop_rows or not runs:
         return []
     lo = drop_rows[0]["to"]
-    at = {(r.labels["method"], r.seed): r for r in runs
-          if r.labels["epsilon"] == lo and r.labels["alternatives"] == alternatives and r.labels["position"] is None}
+    at = {(r.labels["method"], r.seed): r for r in runs if _cell(r)[1:] == (lo, alternatives, None)}
     lines = []
     for col in PAPER["metrics"]:
         ours = {s: value(r, col) for (m, s), r in at.items() if m == "RR-BERT4Rec"}
