@@ -122,3 +122,21 @@ def test_certificates_table_shows_an_unbounded_per_user_epsilon_as_infinity():
     assert user_epsilon(cert) == "inf" and true_epsilons({"r": cert})["r"] == (2132.06, 64.0, "inf", 1e-5)
     from privrec.experiments.report import fmt_num
     assert [fmt_num(v, ".3g") for v in (None, "inf", 0.31856)] == ["–", "∞", "0.319"]
+
+
+@pytest.mark.parametrize("j_values, verdict", [((0.45, 0.47, 0.45), "holds"), ((0.41, 0.41, 0.39), "mixed"),
+                                               ((0.39, 0.40, 0.38), "fails")])
+def test_a_release_is_judged_against_the_same_model_on_pure_noise(j_values, verdict):
+    """PriCDR-J must beat HeteroCDR trained on noise of the release's shape on every seed to carry
+    the source's signal; behind on every seed it fails, and in between it is mixed."""
+    from privrec.experiments.pricdr_report import claims, table1_cells
+    from privrec.experiments.runner import RunRecord
+
+    cfg = P.PriCDRConfig(directions=(("B", "A"),), methods=("PriCDR-J", "Noise (control)")).to_dict()
+    cells = table1_cells(cfg, "B", "A")
+    noise = (0.40, 0.42, 0.40)
+    runs = [RunRecord(f"{m}{s}", s, cells[m], {}, {"sampled": {"ndcg@10": v}})
+            for m, values in (("PriCDR-J", j_values), ("Noise (control)", noise)) for s, v in enumerate(values)]
+    (c,) = claims(runs, cfg)
+    assert (c["ours"], c["theirs"], c["relation"]) == ("PriCDR-J", "Noise (control)", "beats")
+    assert c["verdict"] == verdict
