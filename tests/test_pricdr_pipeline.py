@@ -79,19 +79,23 @@ def test_train_target_reads_a_checked_release(tmp_path, capsys):
     assert "heterocdr only" in capsys.readouterr().err
 
 
+def _claims(values: dict[str, tuple[float, ...]]) -> list[dict]:
+    """The report's claims for one direction B <- A, runs with these sampled NDCG@10 per method and seed."""
+    from privrec.experiments.pricdr_report import claims, table1_cells
+    from privrec.experiments.runner import RunRecord
+
+    cfg = P.PriCDRConfig(directions=(("B", "A"),), methods=tuple(values)).to_dict()
+    cells = table1_cells(cfg, "B", "A")
+    runs = [RunRecord(f"{m}{s}", s, cells[m], {}, {"sampled": {"ndcg@10": v}})
+            for m, vs in values.items() for s, v in enumerate(vs)]
+    return claims(runs, cfg)
+
+
 @pytest.mark.parametrize("noise, verdict", [((0.40, 0.41, 0.39), "holds"), ((0.47, 0.48, 0.46), "fails")])
 def test_the_negative_control_must_fall_to_the_target_alone(noise, verdict):
     """HeteroCDR on pure noise holds the control when it is not ahead of DMF (paired, 3 seeds);
     clearly ahead on every seed, the report says the control fails."""
-    from privrec.experiments.pricdr_report import claims, table1_cells
-    from privrec.experiments.runner import RunRecord
-
-    cfg = P.PriCDRConfig(directions=(("B", "A"),), methods=("DMF", "Noise (control)")).to_dict()
-    cells = table1_cells(cfg, "B", "A")
-    dmf = (0.40, 0.42, 0.40)
-    runs = [RunRecord(f"{m}{s}", s, cells[m], {}, {"sampled": {"ndcg@10": v}})
-            for m, values in (("DMF", dmf), ("Noise (control)", noise)) for s, v in enumerate(values)]
-    (c,) = claims(runs, cfg)
+    (c,) = _claims({"DMF": (0.40, 0.42, 0.40), "Noise (control)": noise})
     assert c["relation"] == "at the level of" and c["verdict"].startswith(verdict)
 
 
@@ -100,15 +104,7 @@ def test_the_negative_control_must_fall_to_the_target_alone(noise, verdict):
     ((0.405, 0.415, 0.395), "holds within noise", "mixed"),                   # below on the mean, not significantly
     ((0.30, 0.31, 0.29), "fails", "fails")])
 def test_sjlt_against_jlt_is_judged_as_at_least_and_as_the_papers_significant_boost(s_values, at_least, beats):
-    from privrec.experiments.pricdr_report import claims, table1_cells
-    from privrec.experiments.runner import RunRecord
-
-    cfg = P.PriCDRConfig(directions=(("B", "A"),), methods=("PriCDR-J", "PriCDR-S")).to_dict()
-    cells = table1_cells(cfg, "B", "A")
-    j = (0.40, 0.42, 0.40)
-    runs = [RunRecord(f"{m}{s}", s, cells[m], {}, {"sampled": {"ndcg@10": v}})
-            for m, values in (("PriCDR-J", j), ("PriCDR-S", s_values)) for s, v in enumerate(values)]
-    got = {c["relation"]: c["verdict"] for c in claims(runs, cfg)}
+    got = {c["relation"]: c["verdict"] for c in _claims({"PriCDR-J": (0.40, 0.42, 0.40), "PriCDR-S": s_values})}
     assert got[">="].startswith(at_least) and got["beats"].startswith(beats)
 
 
@@ -129,14 +125,6 @@ def test_certificates_table_shows_an_unbounded_per_user_epsilon_as_infinity():
 def test_a_release_is_judged_against_the_same_model_on_pure_noise(j_values, verdict):
     """PriCDR-J must beat HeteroCDR trained on noise of the release's shape on every seed to carry
     the source's signal; behind on every seed it fails, and in between it is mixed."""
-    from privrec.experiments.pricdr_report import claims, table1_cells
-    from privrec.experiments.runner import RunRecord
-
-    cfg = P.PriCDRConfig(directions=(("B", "A"),), methods=("PriCDR-J", "Noise (control)")).to_dict()
-    cells = table1_cells(cfg, "B", "A")
-    noise = (0.40, 0.42, 0.40)
-    runs = [RunRecord(f"{m}{s}", s, cells[m], {}, {"sampled": {"ndcg@10": v}})
-            for m, values in (("PriCDR-J", j_values), ("Noise (control)", noise)) for s, v in enumerate(values)]
-    (c,) = claims(runs, cfg)
+    (c,) = _claims({"PriCDR-J": j_values, "Noise (control)": (0.40, 0.42, 0.40)})
     assert (c["ours"], c["theirs"], c["relation"]) == ("PriCDR-J", "Noise (control)", "beats")
     assert c["verdict"] == verdict
