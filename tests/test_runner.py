@@ -289,6 +289,10 @@ def test_remaining_cost_prices_each_missing_run_at_its_methods_mean_time():
     for r in long:
         r.fit["epochs_run"] = 0                                   # a multi-part run's top-level count can be 0
     assert remaining_cost(missing[:1], long, {"a|x": (5, 1, 1)})["seconds"] == 200.0
+    swept = rec("a", 900.0)                                       # a finished run under the same cap prices it
+    swept.fit["epochs_run"] = 5
+    caps = {"a|x": (5, 1, 1), "a|900.0": (5, 1, 1), "a|100.0": (50, 1, 1)}
+    assert remaining_cost(missing[:1], [*long, swept], caps)["seconds"] == 900.0
 
 
 def test_a_report_only_call_estimates_what_the_missing_runs_cost(tmp_path):

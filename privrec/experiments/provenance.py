@@ -26,11 +26,13 @@ def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
                    cap: dict[str, tuple[int, int, int]] | None = None) -> dict:
     """What the runs not yet finished should cost. Each is priced at the mean training time (``fit["seconds"]``:
     one run's wall time, on one thread beside the other jobs of its invocation) of the finished runs of its
-    method — on the CPU where any ran there, since a GPU seed takes minutes where a CPU run takes hours — scaled
-    down where the run's epoch cap (``cap[key][0]``) is below those runs' mean epoch count (a sweep on a smaller
-    budget); a method with no finished run yet is priced at the mean of all (``unpriced`` counts those). A run
-    with a saved state counts whole, so the estimate is an upper bound on what it still needs. Empty when
-    nothing is missing; ``seconds`` is None when no finished run has a recorded time."""
+    method — on the CPU where any ran there, since a GPU seed takes minutes where a CPU run takes hours. Where
+    some of them ran under the missing run's own epoch cap (``cap[key][0]``: a sweep on a smaller budget), those
+    alone price it (the others may have run beside lighter or heavier jobs); otherwise the mean is scaled
+    down where the cap is below those runs' mean epoch count. A method with no finished run yet is priced at
+    the mean of all (``unpriced`` counts those). A run with a saved state counts whole, so the estimate is an
+    upper bound on what it still needs. Empty when nothing is missing; ``seconds`` is None when no finished
+    run has a recorded time."""
     if not missing:
         return {}
     timed = [r for r in records if isinstance(r.fit.get("seconds"), (int, float))]
@@ -46,9 +48,12 @@ def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
         rs = runs.get(method_of(spec.labels))
         if not rs:
             return None
+        limit = (cap or {}).get(spec.key, (None,))[0]
+        alike = [r for r in rs if limit and (cap or {}).get(r.key, (None,))[0] == limit]
+        if alike:                                 # finished runs under the same cap price it as they ran
+            return float(np.mean([r.fit["seconds"] for r in alike]))
         seconds = float(np.mean([r.fit["seconds"] for r in rs]))
         epochs = [r.fit["epochs_run"] for r in rs if isinstance(r.fit.get("epochs_run"), int)]
-        limit = (cap or {}).get(spec.key, (None,))[0]
         if limit and epochs and np.mean(epochs) > 0:          # (a run of several trainings may record 0 epochs)
             seconds *= min(1.0, limit / float(np.mean(epochs)))
         return seconds
