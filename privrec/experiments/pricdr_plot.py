@@ -1,6 +1,6 @@
 """PriCDR's Figs. 2–5 analogs: test sampled NDCG@10 against ε, n′, SJLT density sp and the source's
 kept fraction sd, one panel each; Fig. 2's x axis is the paper's ε. Each point is annotated with its
-release's true ε (Fig. 2b: with its signal share, its x axis being the true ε)."""
+release's true ε (Fig. 2b: with its signal share, its x axis being the true ε). The panels share one y scale."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ TITLES = {"fig2_epsilon": "Fig. 2: paper's ε (label: true ε)",
           "fig3_n_prime": "Fig. 3: n′ (PriCDR-J; label: true ε)",
           "fig4_sp": "Fig. 4: SJLT density sp (PriCDR-S; label: true ε)",
           "fig5_sd": "Fig. 5: source kept fraction sd (label: true ε)"}
+MIN_SPAN = 0.05   # NDCG@10: several times Table 1's seed-to-seed spread (0.006-0.015)
 
 
 def plot_sweeps(res: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figs = [f for f in TITLES if any(r["summary"] for r in res["sweeps"].get(f, []))]
-    fig, axes = plt.subplots(1, len(figs), figsize=(4.2 * len(figs), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(figs), figsize=(4.2 * len(figs), 3.8), squeeze=False, sharey=True)
     for ax, name in zip(axes[0], figs):
         rows = res["sweeps"][name]
         for method in dict.fromkeys(r["method"] for r in rows):
@@ -43,6 +44,10 @@ def plot_sweeps(res: dict, path: Path) -> None:
         ax.set_title(TITLES[name], fontsize=9)
         ax.set_ylabel(f"{CLAIM_METRIC}, test")
         ax.legend(fontsize=8)
+    low, high = axes[0][0].get_ylim()             # one y scale for every panel, never under MIN_SPAN tall,
+    if high - low < MIN_SPAN:                     # so a one-seed wobble does not fill the panel like a trend
+        mid = (low + high) / 2
+        axes[0][0].set_ylim(mid - MIN_SPAN / 2, mid + MIN_SPAN / 2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
