@@ -43,13 +43,14 @@ def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
     if not runs:
         return {"runs": len(missing), "seconds": None, "unpriced": len(missing)}
     overall = float(np.mean([r.fit["seconds"] for rs in runs.values() for r in rs]))
+    caps = cap or {}
 
     def price(spec: RunSpec) -> float | None:
         rs = runs.get(method_of(spec.labels))
         if not rs:
             return None
-        limit = (cap or {}).get(spec.key, (None,))[0]
-        alike = [r for r in rs if limit and (cap or {}).get(r.key, (None,))[0] == limit]
+        limit = caps.get(spec.key, (None,))[0]
+        alike = [r for r in rs if limit and caps.get(r.key, (None,))[0] == limit]
         if alike:                                 # finished runs under the same cap price it as they ran
             return float(np.mean([r.fit["seconds"] for r in alike]))
         seconds = float(np.mean([r.fit["seconds"] for r in rs]))
