@@ -295,6 +295,20 @@ def test_remaining_cost_prices_each_missing_run_at_its_methods_mean_time():
     assert remaining_cost(missing[:1], [*long, swept], caps)["seconds"] == 900.0
 
 
+def test_the_trailer_splits_the_training_time_by_a_label():
+    from privrec.experiments.report import trailer, training_by
+
+    runs = [{"labels": {"budget": "sweep"}, "fit": {"seconds": 1800.0}}, {"labels": {}, "fit": {"seconds": 3600.0}},
+            {"labels": {"budget": "sweep"}, "fit": {"seconds": 900.0}}, {"labels": {}, "fit": {}}]
+    split = training_by(runs, "budget", {None: "Table 1", "sweep": "sweeps"})
+    assert split == {"sweeps": {"runs": 2, "seconds": 2700.0}, "Table 1": {"runs": 2, "seconds": 3600.0}}
+    res = {"training_seconds": 6300.0, "seconds": 3.0, "training_by": split}
+    assert trailer(res) == ["Training time summed over the runs: 1.75 h (sweeps: 0.75 h over 2 runs; "
+                            "Table 1: 1.00 h over 2 runs; this invocation: 3 s)."]
+    res["training_by"] = training_by(runs[1:2], "budget")          # one group: no split shown
+    assert trailer(res) == ["Training time summed over the runs: 1.75 h (this invocation: 3 s)."]
+
+
 def test_a_report_only_call_estimates_what_the_missing_runs_cost(tmp_path):
     out = tmp_path / "out"
     toy = Toy({"a": 1, "b": 1})

@@ -19,6 +19,7 @@ from privrec.experiments.report import (
     pm,
     save_report,
     trailer,
+    training_by,
 )
 from privrec.experiments.runner import Outcome, RunRecord
 from privrec.experiments.stats import paired, paired_cell
@@ -190,6 +191,7 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
            "environment_note": environment_note(outcome),
            "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
            "command": command, "environment": env}
+    res["training_by"] = training_by(res["runs"], "budget", {None: "Table 1", "sweep": "Figs. 2-5 sweeps"})
     res["sweeps"] = sweeps(res)
     return res
 

@@ -111,11 +111,30 @@ def partial_note(n_done: int, res: dict, noun: str = "runs", extra: str = "", sh
     return [line, ""]
 
 
+def training_by(runs: Sequence[dict], label: str, names: dict[str, str] | None = None) -> dict[str, dict]:
+    """The runs' summed training time (``fit["seconds"]``: one thread each, every session of a resumed run)
+    split by one of their labels, e.g. a grid's ``budget``: shown name → {"runs", "seconds"}; a run without
+    the label goes under ``names[None]`` (default "other"), any value under ``names.get(value, value)``."""
+    names = names or {}
+    out: dict[str, dict] = {}
+    for r in runs:
+        value = (r.get("labels") or {}).get(label)
+        group = out.setdefault(str(names.get(value, value if value is not None else "other")), {"runs": 0, "seconds": 0.0})
+        group["runs"] += 1
+        group["seconds"] = round(group["seconds"] + float((r.get("fit") or {}).get("seconds") or 0.0), 1)
+    return out
+
+
 def trailer(res: dict) -> list[str]:
-    """The last lines of every reproduction report: the command that wrote it and the training time."""
+    """The last lines of every reproduction report: the command that wrote it and the training time (split
+    by ``res["training_by"]`` where a report gives it: :func:`training_by`)."""
     lines = [f"This report was written by: `{res['command']}`", ""] if res.get("command") else []
+    split = res.get("training_by") or {}
+    parts = "; ".join(f"{name}: {g['seconds'] / 3600:.2f} h over {g['runs']} run{'s' * (g['runs'] != 1)}"
+                      for name, g in split.items())
     return lines + [f"Training time summed over the runs: {res.get('training_seconds', 0) / 3600:.2f} h "
-                    f"(this invocation: {res['seconds']:.0f} s)."]
+                    + (f"({parts}; " if len(split) > 1 else "(")
+                    + f"this invocation: {res['seconds']:.0f} s)."]
 
 
 def certificates(published: str | os.PathLike) -> dict[str, dict]:
