@@ -111,18 +111,18 @@ def partial_note(n_done: int, res: dict, noun: str = "runs", extra: str = "", sh
     return [line, ""]
 
 
-def training_by(runs: Sequence[dict], label: str, names: dict[str, str] | None = None) -> dict[str, dict]:
+def training_by(runs: Sequence[dict], label: str, names: dict[str | None, str] | None = None) -> dict[str, dict]:
     """The runs' summed training time (``fit["seconds"]``: one thread each, every session of a resumed run)
-    split by one of their labels, e.g. a grid's ``budget``: shown name → {"runs", "seconds"}; a run without
-    the label goes under ``names[None]`` (default "other"), any value under ``names.get(value, value)``."""
-    names = names or {}
+    split by one of their labels, e.g. a grid's ``budget``: shown name → {"runs", "seconds"}. A label value is
+    shown as ``names[value]`` where given, else as itself; a run without the label as ``names[None]`` or "other"."""
+    names = {None: "other", **(names or {})}
     out: dict[str, dict] = {}
     for r in runs:
         value = (r.get("labels") or {}).get(label)
-        group = out.setdefault(str(names.get(value, value if value is not None else "other")), {"runs": 0, "seconds": 0.0})
+        group = out.setdefault(str(names.get(value, value)), {"runs": 0, "seconds": 0.0})
         group["runs"] += 1
-        group["seconds"] = round(group["seconds"] + float((r.get("fit") or {}).get("seconds") or 0.0), 1)
-    return out
+        group["seconds"] += float((r.get("fit") or {}).get("seconds") or 0.0)
+    return {name: {**g, "seconds": round(g["seconds"], 1)} for name, g in out.items()}
 
 
 def trailer(res: dict) -> list[str]:
