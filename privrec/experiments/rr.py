@@ -245,7 +245,8 @@ class RRExperiment:
         n = self.inter.n_items
         model = build_on(model_name, self.split.train if private is None else private.train, n_items=n, **mc)
         task = task_for(model, self.split, n, cfg.max_len, private=private)
-        tag = f"  [{lab['method']} eps={lab['epsilon']} {lab['alternatives'] or ''} seed {spec.seed}]"
+        pos = "" if lab["position"] is None else f" window@{lab['position']}"
+        tag = f"  [{lab['method']} eps={lab['epsilon']} {lab['alternatives'] or ''}{pos} seed {spec.seed}]"
         subsets = None
         if lab["position"] is not None:         # Fig. 2: also the users whose history got a window
             subsets = {WINDOW_USERS: self.window_users(lab["epsilon"]) & private.published}
