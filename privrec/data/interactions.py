@@ -64,8 +64,21 @@ class IdMap:
         return IdMap(np.concatenate([self.tokens[:1], self.tokens[keep]]), self.kind), table
 
 
+class UserItemCounts:
+    """``n_users`` / ``n_items`` of anything holding ``users`` and ``items`` :class:`IdMap` s
+    (one dataset, one platform of several)."""
+
+    @property
+    def n_users(self) -> int:
+        return len(self.users)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+
 @dataclass(frozen=True, eq=False)
-class Interactions:
+class Interactions(UserItemCounts):
     """User-item interactions as parallel columns, with id maps and optional features.
 
     ``user``/``item``: int32 codes. ``timestamp``: float64 (seconds or any monotone clock).
@@ -127,14 +140,6 @@ class Interactions:
     # ------------------------------------------------------------------ basic facts
     def __len__(self) -> int:
         return int(self.user.shape[0])
-
-    @property
-    def n_users(self) -> int:
-        return len(self.users)
-
-    @property
-    def n_items(self) -> int:
-        return len(self.items)
 
     def summary(self) -> dict:
         out = {"name": self.name, "users": self.n_users, "items": self.n_items, "interactions": len(self)}

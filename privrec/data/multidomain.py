@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privrec.data.interactions import IdMap, Interactions
+from privrec.data.interactions import IdMap, Interactions, UserItemCounts
 from privrec.data.preprocess import drop_duplicates, k_core
 from privrec.data.sequences import Sequences, to_sequences
 from privrec.data.splits import Split, leave_one_out
@@ -39,7 +39,7 @@ ML1M_FOUR_DOMAINS: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True, eq=False)
-class Domain:
+class Domain(UserItemCounts):
     """One platform: its own user and item codes (1-based, 0 = padding), per-user sequences and split."""
 
     name: str
@@ -48,14 +48,6 @@ class Domain:
     sequences: Sequences            # row = user code; row 0 is empty
     split: Split
     item_features: pd.DataFrame | None = None   # indexed by item code (titles, genres: the text PFCR encodes)
-
-    @property
-    def n_users(self) -> int:
-        return len(self.users)
-
-    @property
-    def n_items(self) -> int:
-        return len(self.items)
 
 
 @dataclass(frozen=True, eq=False)
