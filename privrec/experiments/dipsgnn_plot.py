@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-TITLES = {"fig3_epsilon2": "Fig. 3: ε₂ (label: true ε)", "fig4_epsilon1": "Fig. 4: ε₁ (label: true ε)",
-          "fig5_steps": "Fig. 5: propagation steps T (label: true ε)", "fig6_clip": "Fig. 6: clip C (DIPSGNN)",
-          "fig7_ablation": "Fig. 7: ablation (Nonp: DIPSGNN at ε = ∞, Priv: DIPSGNN; -U: user ids, no features)"}
+TITLES = {"fig3_epsilon2": "Fig. 3: ε₂\n(point label: true edge-level ε of the run)",
+          "fig4_epsilon1": "Fig. 4: ε₁\n(point label: true edge-level ε of the run)",
+          "fig5_steps": "Fig. 5: propagation steps T\n(point label: true edge-level ε of the run)",
+          "fig6_clip": "Fig. 6: clip C (DIPSGNN)\n(point label: true edge-level ε of the run)",
+          "fig7_ablation": "Fig. 7: ablation\n(Nonp: DIPSGNN at ε = ∞, Priv: DIPSGNN;\n-U: user ids, no features)"}
+XLABELS = {"fig3_epsilon2": "ε₂ as the paper states it (per pass for DIPSGNN, one release for EdgeRand)",
+           "fig4_epsilon1": "ε₁ of the user features (LDP)", "fig5_steps": "T", "fig6_clip": "C"}
 
 
 def plot_figures(res: dict, path: Path) -> None:
@@ -30,7 +34,10 @@ def plot_figures(res: dict, path: Path) -> None:
                     ax.annotate(f"{true:.3g}", (x, y), fontsize=7, textcoords="offset points", xytext=(0, 6),
                                 ha="center")
             ax.legend(fontsize=8)
+        ax.margins(y=0.15)                          # room for the labels above the top points
         ax.set_title(TITLES[name], fontsize=9)
+        if name in XLABELS:
+            ax.set_xlabel(XLABELS[name], fontsize=8)
         ax.set_ylabel("Recall@20 (%), test")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
