@@ -330,3 +330,29 @@ def test_a_fixed_budget_counts_only_runs_that_trained_it_whole_and_marks_late_be
     assert may_still_improve(late, None) and not may_still_improve(early, None)
     assert not stopped_early({"best_epoch": 35, "epochs_run": 45}, None)     # no patience: never judged stopped
     assert may_still_improve(early, 10) and not may_still_improve(stopped, 10)   # with patience: the cap ended it
+
+
+def test_a_report_on_a_fresh_clone_keeps_the_certificates_of_releases_it_did_not_rebuild(tmp_path):
+    """Release folders are not committed: a report rewritten where only some releases exist keeps the
+    previous report's certificates of the others (marked), and a folder present here wins."""
+    import json
+
+    from privrec.experiments.report import ABSENT_RELEASE, absent_note, certificates, release_name
+
+    def cert(eps):
+        return {"summary": f"epsilon={eps}\nmore", "input": {"users": 3}, "guarantee": {"epsilon": eps}}
+
+    published, report = tmp_path / "grid.published", tmp_path / "grid"
+    (published / "a").mkdir(parents=True)
+    (published / "a" / "certificate.json").write_text(json.dumps({**cert(1.0), "extra": "dropped"}))
+    assert certificates(published) == {"a": cert(1.0)}                      # no earlier report: the folders
+    report.mkdir()
+    (report / "results.json").write_text(json.dumps({"certificates": {"a": cert(9.0), "b": cert(2.0), "bad": {}}}))
+    got = certificates(published)
+    assert got == {"a": cert(1.0), "b": {**cert(2.0), "folder": ABSENT_RELEASE}}  # here wins; malformed skipped
+    assert [release_name(n, c) for n, c in got.items()] == ["a", "b‡"]
+    assert absent_note(got)[0].startswith("‡ 1 release folder(s) not on the machine")
+    assert absent_note({"a": cert(1.0)}) == []
+    (report / "results.json").write_text("{not json")                         # unreadable: not trusted
+    assert certificates(published) == {"a": cert(1.0)}
+    assert certificates(tmp_path / "elsewhere") == {}                       # not an OUT.published folder

@@ -11,12 +11,14 @@ from pathlib import Path
 from privrec.experiments.caps import may_still_improve
 from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import (
+    absent_note,
     aggregate,
     certificates,
     fmt_num,
     markdown_table,
     partial_note,
     pm,
+    release_name,
     save_report,
     trailer,
     training_by,
@@ -284,10 +286,11 @@ def markdown(res: dict) -> str:
         lines += ["", "† the epoch cap, not early stopping, ended at least one run of this cell."]
     lines += ["", "## Certificates of the published source matrices", "",
               markdown_table(["release", "paper's ε", "true ε per rating", "true ε per user", "δ", "signal share ≤"],
-                             [[n, _fmt(p), fmt_num(t), fmt_num(u), f"{d:.3g}",
+                             [[release_name(n, res["certificates"][n]), _fmt(p), fmt_num(t), fmt_num(u), f"{d:.3g}",
                                _share(res["certificates"][n])]
                               for n, (p, t, u, d) in true_epsilons(res["certificates"]).items()])
               if res["certificates"] else "none yet", "",
+              *absent_note(res["certificates"]),
               "True ε per user: the certificate's guarantee for one user's whole row ('–' where it states none: SJLT's "
               "coherence-based accounting is per rating only). "
               "A release draws its projection and Gaussian lift from its seed, so the releases of one mechanism and "

@@ -137,8 +137,17 @@ def trailer(res: dict) -> list[str]:
                     + f"this invocation: {res['seconds']:.0f} s)."]
 
 
+ABSENT_RELEASE = "not on this machine: as the previous report recorded it"
+
+
 def certificates(published: str | os.PathLike) -> dict[str, dict]:
-    """The certificate of every release folder under ``published`` (name → summary, input, guarantee)."""
+    """The certificate of every release folder under ``published`` (``OUT.published/``; name → summary,
+    input, guarantee).
+
+    Release folders are data, not committed: on a fresh clone only the releases its runs rebuilt are
+    there. A release the previous report (``OUT/results.json``) certified and that is absent here keeps
+    that certificate, marked ``"folder": ABSENT_RELEASE``, so a report rewritten elsewhere never drops
+    the certificate of a finished run; a folder present here always replaces the recorded one."""
     import json
     from pathlib import Path
 
@@ -147,4 +156,26 @@ def certificates(published: str | os.PathLike) -> dict[str, dict]:
     for cert in sorted(folder.glob("*/certificate.json")) if folder.is_dir() else []:
         c = json.loads(cert.read_text(encoding="utf-8"))
         out[cert.parent.name] = {"summary": c["summary"], "input": c["input"], "guarantee": c["guarantee"]}
-    return out
+    previous = folder.with_name(folder.name.removesuffix(".published")) / "results.json"
+    if folder.name.endswith(".published") and previous.is_file():
+        try:
+            recorded = json.loads(previous.read_text(encoding="utf-8")).get("certificates") or {}
+        except (OSError, ValueError):
+            recorded = {}                   # an unreadable old report is replaced, not trusted
+        for name, c in recorded.items():
+            if name not in out and isinstance(c, dict) and {"summary", "input", "guarantee"} <= c.keys():
+                out[name] = {**c, "folder": ABSENT_RELEASE}
+    return dict(sorted(out.items()))
+
+
+def release_name(name: str, cert: dict) -> str:
+    """A release's name for a report's certificate table, ‡ where its folder is not on this machine."""
+    return name + ("‡" if cert.get("folder") == ABSENT_RELEASE else "")
+
+
+def absent_note(certs: dict[str, dict]) -> list[str]:
+    """The footnote of the ‡ rows of :func:`release_name` (empty when every release folder is here)."""
+    n = sum(c.get("folder") == ABSENT_RELEASE for c in certs.values())
+    return [f"‡ {n} release folder(s) not on the machine that wrote this report (a fresh clone: release folders "
+            "are data, not committed); their certificates are those the previous report recorded. Rerunning the "
+            "run rebuilds the same release from its seed.", ""] if n else []

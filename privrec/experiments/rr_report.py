@@ -11,7 +11,17 @@ import numpy as np
 
 from privrec.experiments.caps import RISING_WINDOW, may_still_improve
 from privrec.experiments.provenance import environment_note
-from privrec.experiments.report import aggregate, certificates, markdown_table, partial_note, pm, save_report, trailer
+from privrec.experiments.report import (
+    absent_note,
+    aggregate,
+    certificates,
+    markdown_table,
+    partial_note,
+    pm,
+    release_name,
+    save_report,
+    trailer,
+)
 from privrec.experiments.rr import TRAIN_OVERRIDES, WINDOW_USERS
 from privrec.experiments.runner import Outcome, RunRecord
 
@@ -269,8 +279,9 @@ def markdown(res: dict) -> str:
                    "the budget: it may still have been improving."), ""]
     lines += ["## Certificates of the published histories", "",
               markdown_table(["release", "published users", "refused", "guarantee"],
-                             [[name, c["input"].get("published_users"), c["input"].get("refused_users"),
+                             [[release_name(name, c), c["input"].get("published_users"), c["input"].get("refused_users"),
                                c["summary"].splitlines()[0]] for name, c in res["certificates"].items()]), "",
+              *absent_note(res["certificates"]),
               f"Release folders (RecBole atomic files + certificate.json): `{res['published']}` next to this report.", ""]
     lines += trailer(res)
     return "\n".join(lines) + "\n"
