@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from privrec.experiments.rr_report import PAPER
+from privrec.experiments.rr_report import PAPER, WINDOW_COLS
 
 
 def _points(res: dict, method: str, alt, pos=None) -> list[tuple]:
@@ -48,14 +48,28 @@ def plot_fig2(res: dict, path: Path) -> None:
     cfg = res["config"]
     rows = sorted((s["position"], s) for s in res["summary"] if s["method"] == "RR-BERT4Rec"
                   and s["position"] is not None and s["epsilon"] == cfg["positional_epsilon"])
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    for col in PAPER["metrics"]:
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    seeds = {r["seed"] for r in res["runs"] if r["labels"]["position"] is not None}
+    flat = [r["metrics"]["sampled"] for r in res["runs"] if r["labels"]["method"] == "RR-BERT4Rec"
+            and r["labels"]["position"] is None and r["labels"]["epsilon"] == cfg["positional_epsilon"]
+            and r["labels"]["alternatives"] == cfg["alternatives"] and r["seed"] in seeds]   # Fig. 1, same seeds
+    for col, window, colour in zip(PAPER["metrics"], WINDOW_COLS, colours):
         ax.errorbar([p for p, _ in rows], [s["test"][col]["mean"] for _, s in rows],
-                    yerr=[s["test"][col]["std"] for _, s in rows], marker="o", label=col)
+                    yerr=[s["test"][col]["std"] for _, s in rows], marker="o", color=colour, label=f"{col}, all users")
+        win = [(p, s) for p, s in rows if window in s["test"]]
+        if win:                             # the users whose history got a window: where a position effect lives
+            ax.errorbar([p for p, _ in win], [s["test"][window]["mean"] for _, s in win],
+                        yerr=[s["test"][window]["std"] for _, s in win], marker="s", linestyle="--", color=colour,
+                        label=window.replace("sampled, ", ""))
+        if flat:
+            metric = col.split(" ")[0]
+            ax.axhline(sum(m[metric] for m in flat) / len(flat), linestyle=":", color=colour, alpha=0.7)
     ax.set_xlabel("window position (0 = oldest items, 1 = most recent)")
-    ax.set_ylabel("test")
-    ax.set_title(f"RR-BERT4Rec, ε = {cfg['positional_epsilon']:g}, p1 = {cfg['p_outside']}")
-    ax.legend()
+    ax.set_ylabel("test (sampled, 100 negatives)")
+    ax.set_title(f"RR-BERT4Rec, ε = {cfg['positional_epsilon']:g}, p1 = {cfg['p_outside']} "
+                 "(dotted: no window, same seeds)", fontsize=10)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
