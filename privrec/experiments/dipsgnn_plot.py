@@ -3,13 +3,14 @@ ablation bars; every private point annotated with its true ε (edge level)."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
-TITLES = {"fig3_epsilon2": "Fig. 3: ε₂\n(point label: true edge-level ε of the run)",
-          "fig4_epsilon1": "Fig. 4: ε₁\n(point label: true edge-level ε of the run)",
-          "fig5_steps": "Fig. 5: propagation steps T\n(point label: true edge-level ε of the run)",
-          "fig6_clip": "Fig. 6: clip C (DIPSGNN)\n(point label: true edge-level ε of the run)",
-          "fig7_ablation": "Fig. 7: ablation\n(Nonp: DIPSGNN at ε = ∞, Priv: DIPSGNN;\n-U: user ids, no features)"}
+TITLES = {"fig3_epsilon2": "Fig. 3: ε₂ (point label: true edge-level ε of the run)",
+          "fig4_epsilon1": "Fig. 4: ε₁ (point label: true edge-level ε of the run)",
+          "fig5_steps": "Fig. 5: propagation steps T (point label: true edge-level ε of the run)",
+          "fig6_clip": "Fig. 6: clip C (DIPSGNN; point label: true edge-level ε of the run)",
+          "fig7_ablation": "Fig. 7: ablation (Nonp: DIPSGNN at ε = ∞, Priv: DIPSGNN; -U: user ids, no features)"}
 XLABELS = {"fig3_epsilon2": "ε₂ as the paper states it (per pass for DIPSGNN, one release for EdgeRand)",
            "fig4_epsilon1": "ε₁ of the user features (LDP)", "fig5_steps": "T", "fig6_clip": "C"}
 
@@ -35,7 +36,7 @@ def plot_figures(res: dict, path: Path) -> None:
                                 ha="center")
             ax.legend(fontsize=8)
         ax.margins(y=0.15)                          # room for the labels above the top points
-        ax.set_title(TITLES[name], fontsize=9)
+        ax.set_title("\n".join(textwrap.wrap(TITLES[name], 44)), fontsize=9)     # one line in the report
         if name in XLABELS:
             ax.set_xlabel(XLABELS[name], fontsize=8)
         ax.set_ylabel("Recall@20 (%), test")
