@@ -161,3 +161,26 @@ def test_a_higher_epoch_cap_continues_capped_runs_and_keeps_their_federation(tmp
     logs.clear()
     P.reproduce(replace(cfg, train=replace(train, epochs=3)), tmp_path / "out", log=logs.append, data=data)
     assert not any("resuming from" in m for m in logs)             # now reused as recorded
+
+
+def test_table3_runs_on_its_own_seeds_and_sets_fedavg_beside_them_on_those_seeds():
+    """Table 3's strategies train on ``table3_seeds`` only (Table 1's claim gets every seed), and the report's
+    Table 3 compares them with FedAvg on those seeds, not with FedAvg's mean over every seed."""
+    from privrec.experiments import pfcr as P
+    from privrec.experiments.pfcr_report import table3
+    from privrec.experiments.runner import RunRecord
+
+    cfg = P.PFCRConfig(seeds=(0, 1, 2), table3_seeds=(1,), epsilons=(), buckets_grid=(), baselines=("SASRec",))
+    keys = [r.key for r in P.PFCRExperiment(cfg, None, None).runs()]
+    table3_keys = [k for k in keys if any(s in k for s in cfg.strategies)]
+    assert len(table3_keys) == 3 and all(k.endswith("|1") for k in table3_keys)
+    assert sum("|fedavg|" in k for k in keys) == 3 * len(cfg.modes)
+    recall = {0: 0.10, 1: 0.20, 2: 0.30}
+    records = [RunRecord(P.run_key(lab, s), s, lab, {}, {f"{d}/full": {"hr@10": recall[s] + 0.01 * i, "hr@50": 0.5,
+                                                                     "ndcg@10": 0.1, "ndcg@50": 0.2} for d in "AB"})
+               for i, lab in enumerate([{"method": "PFCR", "mode": "paper", "strategy": "fedavg"}, *P.table3_cells(cfg)])
+               for s in (cfg.seeds if lab["strategy"] == "fedavg" else cfg.table3_seeds)]
+    rows = table3(cfg, records, ["A", "B"])
+    assert [r["labels"]["strategy"] for r in rows] == ["fedavg", "fedprox", "scaffold", "popcode"]
+    assert all(r["seeds"] == [1] for r in rows)
+    assert rows[0]["test"]["A"]["R@10"]["mean"] == pytest.approx(20.0)      # seed 1's FedAvg, not the 3-seed mean

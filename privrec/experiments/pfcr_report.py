@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from privrec.experiments.caps import may_still_improve
-from privrec.experiments.pfcr import cells, codec_of, prompt_variants, run_key, sweep_cells
+from privrec.experiments.pfcr import cells, codec_of, prompt_variants, run_key, sweep_cells, table3_cells
 from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, markdown_table, partial_note, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord
@@ -26,7 +26,7 @@ def rows(cfg) -> list[tuple[str, dict, str]]:
         out += [("PFCR-FD (codes, local)", {"method": "PFCR-FD", "mode": None, "strategy": None}, "pretrained"),
                 ("PFCR-F (local + full prompt)", {"method": "PFCR-FD", "mode": None, "strategy": None}, "full"),
                 ("local + light prompt", {"method": "PFCR-FD", "mode": None, "strategy": None}, "light")]
-    for lab in cells(cfg):
+    for lab in cells(cfg) + table3_cells(cfg):
         if lab["method"] != "PFCR":
             continue
         names = {"pretrained": "PFCR-D (no prompt)", "light": "PFCR light", "full": "PFCR full"}
@@ -51,6 +51,22 @@ def summarise(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
                 for d in domains}
         g = (rs[0].extra.get("guarantees") or {})
         out.append({"row": name, "labels": lab, "variant": variant, "seeds": [r.seed for r in rs], "test": test,
+                    "epsilon": max((float(v["epsilon"]) for v in g.values()), default=None) if g else None})
+    return out
+
+
+def table3(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
+    """Table 3 analog: PFCR full (paper codec) under FedAvg and each other strategy, every one on the seeds of
+    ``table3_seeds`` only (FedAvg's other seeds, which Table 1 averages, are left out: like for like)."""
+    out = []
+    for lab in [{"method": "PFCR", "mode": "paper", "strategy": "fedavg"}, *table3_cells(cfg)]:
+        rs = [r for r in _runs(runs, lab) if r.seed in cfg.table3_seeds]
+        if not rs:
+            continue
+        g = rs[0].extra.get("guarantees") or {}
+        out.append({"labels": lab, "seeds": [r.seed for r in rs],
+                    "test": {d: aggregate({c: 100 * r.metrics[f"{d}/full"][m] for c, m in COLS.items()} for r in rs)
+                             for d in domains},
                     "epsilon": max((float(v["epsilon"]) for v in g.values()), default=None) if g else None})
     return out
 
@@ -120,7 +136,7 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
                  None)
     return {"kind": "pfcr", "config": cfg.to_dict(), "statistics": exp.data.statistics(), "domains": domains,
             "runs": [r.to_dict() for r in runs], "summary": summarise(cfg, runs, domains),
-            "claims": claim(cfg, runs, domains), "fig3": fig3(cfg, runs, domains), "certificate_example": certs, "missing": outcome.missing,
+            "claims": claim(cfg, runs, domains), "table3": table3(cfg, runs, domains), "fig3": fig3(cfg, runs, domains), "certificate_example": certs, "missing": outcome.missing,
             "remaining": outcome.remaining, "environment_note": environment_note(outcome),
             "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
             "command": command, "environment": env}
@@ -174,10 +190,10 @@ def markdown(res: dict) -> str:
     lines += ["## Test metrics (percent, mean ± std over seeds)", "", markdown_table(header, body), "",
               "PFCR-VFD = SASRec (ids, no codes, no federation, no prompt); PFCR-FD = codes only; PFCR-D = codes + "
               "federation, no prompt; PFCR-F = codes + prompt, no federation.", ""]
-    t3 = [s for s in res["summary"] if s["labels"].get("method") == "PFCR" and s["labels"].get("mode") == "paper"
-          and s["variant"] == "full" and "epsilon" not in s["labels"]]
+    t3 = res.get("table3") or []
     if len(t3) > 1:
-        lines += ["## Table 3 analog: federated strategies (PFCR full, paper codec)", "",
+        lines += [f"## Table 3 analog: federated strategies (PFCR full, paper codec; seeds "
+                  f"{', '.join(str(x) for x in res['config']['table3_seeds'])}, FedAvg's included)", "",
                   markdown_table(["strategy"] + [f"{d} {c}" for d in domains for c in ("R@10", "N@10")]
                                  + ["seeds", "true ε per client"],
                                  [[s["labels"]["strategy"] + (f" (share {s['labels']['popular_share']:g})"
