@@ -30,7 +30,9 @@ def plot_fig3(res: dict, path: Path) -> None:
         axes[2].plot(range(1, len(r["valid"]) + 1), r["valid"], marker="o", label=f"seed {r['seed']}")
     axes[2].set_xlabel("round t")
     axes[2].set_ylabel("Recall@10 (%), validation")
-    axes[2].set_title("rounds (paper codec, FedAvg)", fontsize=9)
+    axes[2].set_title("rounds (paper codec, FedAvg; mean over clients)", fontsize=9)
+    if f3["rounds"]:
+        axes[2].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
