@@ -345,6 +345,22 @@ def test_sweep_runs_get_the_sweep_cap_and_table_1s_setting_its_own_sweep_run(dat
         PriCDRConfig(sweep_epochs=0)
 
 
+def test_figures_keeps_only_the_chosen_sweeps(data):
+    """``--figures 2``: Fig. 2's 16 runs (8 paper epsilons x J, S) and no other sweep; an unknown name is refused."""
+    from privrec.errors import ParameterError
+    from privrec.experiments.pricdr import PriCDRConfig, PriCDRExperiment, only_figures
+
+    cfg = PriCDRConfig(directions=(("B", "A"),), sweep_direction=("B", "A"), seeds=(0,), **only_figures(["2"]))
+    sweep = PriCDRExperiment(cfg, data, Path("pub")).sweep_cells()
+    assert len(sweep) == 2 * len(cfg.sweep_epsilons) == 16
+    assert {c["method"] for c in sweep} == {"PriCDR-J", "PriCDR-S"} and {c["sd"] for c in sweep} == {1.0}
+    both = PriCDRConfig(directions=(("B", "A"),), sweep_direction=("B", "A"), **only_figures(["3", "2b"]))
+    assert len(PriCDRExperiment(both, data, Path("pub")).sweep_cells()) == 8 + 5
+    for bad in (["6"], []):
+        with pytest.raises(ParameterError, match="figures"):
+            only_figures(bad)
+
+
 def test_training_states_leave_the_data_out_and_refuse_other_data(data, tmp_path):
     """HeteroCDR's matrix and published source rows are the caller's data: a training state (and the best
     weights in it) carries a digest of them, not the tensors; a resume with the same data continues to the
