@@ -91,12 +91,14 @@ def _claims(values: dict[str, tuple[float, ...]]) -> list[dict]:
     return claims(runs, cfg)
 
 
-@pytest.mark.parametrize("noise, verdict", [((0.40, 0.41, 0.39), "holds"), ((0.47, 0.48, 0.46), "fails")])
+@pytest.mark.parametrize("noise, verdict", [((0.40, 0.41, 0.39), "holds, level"),
+                                            ((0.30, 0.33, 0.29), "holds, below the target alone"),
+                                            ((0.47, 0.48, 0.46), "fails")])
 def test_the_negative_control_must_fall_to_the_target_alone(noise, verdict):
-    """HeteroCDR on pure noise holds the control when it is not ahead of DMF (paired, 3 seeds);
-    clearly ahead on every seed, the report says the control fails."""
+    """HeteroCDR on pure noise holds the control when it is not ahead of DMF (paired, 3 seeds), and the
+    verdict says whether it is level with DMF or clearly below it; clearly ahead on every seed, it fails."""
     (c,) = _claims({"DMF": (0.40, 0.42, 0.40), "Noise (control)": noise})
-    assert c["relation"] == "at the level of" and c["verdict"].startswith(verdict)
+    assert c["relation"] == "not above" and c["verdict"].startswith(verdict)
 
 
 @pytest.mark.parametrize("s_values, at_least, beats", [
