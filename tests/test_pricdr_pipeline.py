@@ -93,6 +93,7 @@ def _claims(values: dict[str, tuple[float, ...]]) -> list[dict]:
 
 @pytest.mark.parametrize("noise, verdict", [((0.40, 0.41, 0.39), "holds, level"),
                                             ((0.30, 0.33, 0.29), "holds, below the target alone"),
+                                            ((0.41, 0.41, 0.41), "holds within noise (above"),
                                             ((0.47, 0.48, 0.46), "fails")])
 def test_the_negative_control_must_fall_to_the_target_alone(noise, verdict):
     """HeteroCDR on pure noise holds the control when it is not ahead of DMF (paired, 3 seeds), and the

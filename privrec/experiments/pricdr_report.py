@@ -98,8 +98,10 @@ def claims(runs: list[RunRecord], cfg: dict) -> list[dict]:
                 significant = p.p_value is not None and p.p_value <= 0.05
                 verdict = ("fails: pure noise beats the target alone, so the gain is not the source's"
                            if d["mean"] > 0 and significant else
+                           "holds within noise (above the target alone on the mean, not significantly)"
+                           if d["mean"] > 0 else
                            "holds, below the target alone (aligning to noise costs accuracy)"
-                           if d["mean"] < 0 and significant and p.ahead == 0 else "holds, level with the target alone")
+                           if significant and p.ahead == 0 else "holds, level with the target alone")
             elif relation == ">=":
                 verdict = ("holds" if d["mean"] >= 0 else
                            "holds within noise (below on the mean, not significantly)"
