@@ -41,34 +41,27 @@ def _runs(runs: list[RunRecord], lab: dict) -> list[RunRecord]:
     return [r for r in runs if r.key == run_key(lab, r.seed)]
 
 
+def _row(lab: dict, rs: list[RunRecord], variant: str, domains: list[str]) -> dict:
+    """One table row: the runs' test metrics of ``variant`` in percent (mean ± std over them) and the largest
+    true ε of the first run's client certificates."""
+    g = rs[0].extra.get("guarantees") or {}
+    return {"labels": lab, "variant": variant, "seeds": [r.seed for r in rs],
+            "test": {d: aggregate({c: 100 * r.metrics[f"{d}/{variant}"][m] for c, m in COLS.items()} for r in rs)
+                     for d in domains},
+            "epsilon": max((float(v["epsilon"]) for v in g.values()), default=None) if g else None}
+
+
 def summarise(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
-    out = []
-    for name, lab, variant in rows(cfg):
-        rs = _runs(runs, lab)
-        if not rs:
-            continue
-        test = {d: aggregate({c: 100 * r.metrics[f"{d}/{variant}"][m] for c, m in COLS.items()} for r in rs)
-                for d in domains}
-        g = (rs[0].extra.get("guarantees") or {})
-        out.append({"row": name, "labels": lab, "variant": variant, "seeds": [r.seed for r in rs], "test": test,
-                    "epsilon": max((float(v["epsilon"]) for v in g.values()), default=None) if g else None})
-    return out
+    return [{"row": name, **_row(lab, rs, variant, domains)}
+            for name, lab, variant in rows(cfg) if (rs := _runs(runs, lab))]
 
 
 def table3(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
     """Table 3 analog: PFCR full (paper codec) under FedAvg and each other strategy, every one on the seeds of
     ``table3_seeds`` only (FedAvg's other seeds, which Table 1 averages, are left out: like for like)."""
-    out = []
-    for lab in [{"method": "PFCR", "mode": "paper", "strategy": "fedavg"}, *table3_cells(cfg)]:
-        rs = [r for r in _runs(runs, lab) if r.seed in cfg.table3_seeds]
-        if not rs:
-            continue
-        g = rs[0].extra.get("guarantees") or {}
-        out.append({"labels": lab, "seeds": [r.seed for r in rs],
-                    "test": {d: aggregate({c: 100 * r.metrics[f"{d}/full"][m] for c, m in COLS.items()} for r in rs)
-                             for d in domains},
-                    "epsilon": max((float(v["epsilon"]) for v in g.values()), default=None) if g else None})
-    return out
+    labs = [{"method": "PFCR", "mode": "paper", "strategy": "fedavg"}, *table3_cells(cfg)]
+    return [_row(lab, rs, "full", domains) for lab in labs
+            if (rs := [r for r in _runs(runs, lab) if r.seed in cfg.table3_seeds])]
 
 
 def claim(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
