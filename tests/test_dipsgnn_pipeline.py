@@ -103,3 +103,22 @@ def test_each_figure_point_is_read_on_the_sweep_seeds_even_where_table_2_has_mor
     pts = {p["value"]: p["summary"] for p in figure_points(cfg, runs)["fig3_epsilon2"] if p["method"] == "DIPSGNN"}
     assert pts[5.0]["seeds"] == [0] and pts[5.0]["test"]["R@20"]["mean"] == pytest.approx(10.0)
     assert pts[3.0]["seeds"] == [0] and pts[3.0]["test"]["R@20"]["mean"] == pytest.approx(20.0)
+
+
+def test_figures_keeps_only_the_chosen_sweeps():
+    """``--figures 3,7``: Table 2 plus the ε₂ curve and the ablation; no ε₁, T or C point; unknown names refused."""
+    from privrec.experiments import dipsgnn as D
+
+    cfg = D.DIPSGNNConfig(**D.only_figures(["3", "7"]))
+    keys = {D.run_key(lab, s) for lab, seeds in D.grid(cfg) for s in seeds}
+    full = {D.run_key(lab, s) for lab, seeds in D.grid(D.DIPSGNNConfig()) for s in seeds}
+    sweep = {D.run_key(D.labels(m, cfg, **kw), 0) for m in ("EdgeRand", "DIPSGNN")
+             for kw in (dict(epsilon2=3.0), dict(epsilon2=4.0))}
+    ablation = {D.run_key(lab, 0) for _, lab in D.ablation_cells(cfg)}
+    table2 = {D.run_key(lab, s) for lab, seeds in D.grid(D.DIPSGNNConfig(epsilon2s=(), epsilon1s=(), steps_grid=(),
+                                                                          clips=(), ablation=False)) for s in seeds}
+    assert keys == table2 | sweep | ablation and keys < full
+    assert D.run_key(D.labels("DIPSGNN", cfg, steps=2), 0) not in keys
+    for bad in (["8"], []):
+        with pytest.raises(ParameterError, match="figures"):
+            D.only_figures(bad)

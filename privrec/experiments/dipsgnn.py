@@ -106,6 +106,18 @@ QUICK = dict(max_users=600, hidden=32, user_dim=16, seeds=(0,), epsilon2s=(3.0,)
              clips=(1.0,), train=TrainConfig(epochs=2, batch_size=256, lr=1e-3, patience=2, select_metric="hr@20",
                                               progress=False))
 
+# Figs. 3-7 by number -> the config grid that makes each; --figures keeps some, empties the others
+FIGURES = {"3": "epsilon2s", "4": "epsilon1s", "5": "steps_grid", "6": "clips", "7": "ablation"}
+
+
+def only_figures(figures: Sequence[str]) -> dict:
+    """Config overrides that keep just ``figures``' sweeps (e.g. ``["3", "4"]``: the ε₂ and ε₁ curves, whose
+    T = 1 runs cost ~45 CPU-min each on ML-1M, and not Fig. 5, whose T >= 3 runs take 1.5-3 CPU-hours each)."""
+    unknown = [f for f in figures if f not in FIGURES]
+    if unknown or not figures:
+        raise ParameterError(f"unknown figures {unknown or list(figures)}; use some of {list(FIGURES)}")
+    return {grid: (False if grid == "ablation" else ()) for f, grid in FIGURES.items() if f not in figures}
+
 
 def labels(method: str, cfg: DIPSGNNConfig, **kw) -> dict:
     """A run's identity: the method and every setting its privacy or graph depends on (None where unused)."""
