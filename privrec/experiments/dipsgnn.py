@@ -113,10 +113,7 @@ FIGURES = {"3": "epsilon2s", "4": "epsilon1s", "5": "steps_grid", "6": "clips", 
 def only_figures(figures: Sequence[str]) -> dict:
     """Config overrides that keep just ``figures``' sweeps (e.g. ``["3", "4"]``: the ε₂ and ε₁ curves, whose
     T = 1 runs cost ~45 CPU-min each on ML-1M, and not Fig. 5, whose T >= 3 runs take 1.5-3 CPU-hours each)."""
-    unknown = [f for f in figures if f not in FIGURES]
-    if unknown or not figures:
-        raise ParameterError(f"unknown figures {unknown or list(figures)}; use some of {list(FIGURES)}")
-    return {grid: (False if grid == "ablation" else ()) for f, grid in FIGURES.items() if f not in figures}
+    return runner.only_sweeps(figures, FIGURES, off={"ablation": False})
 
 
 def labels(method: str, cfg: DIPSGNNConfig, **kw) -> dict:

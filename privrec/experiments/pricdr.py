@@ -143,10 +143,7 @@ FIGURES = {"2": "sweep_epsilons", "2b": "sweep_true_epsilons", "3": "sweep_n_pri
 def only_figures(figures: Sequence[str]) -> dict[str, tuple]:
     """Config overrides that keep just ``figures``' sweeps (e.g. ``["2"]``: Fig. 2 alone, 16 runs, ~3.8 CPU-hours
     on ML-1M against ~9 for all five)."""
-    unknown = [f for f in figures if f not in FIGURES]
-    if unknown or not figures:
-        raise ParameterError(f"unknown figures {unknown or list(figures)}; use some of {list(FIGURES)}")
-    return {grid: () for f, grid in FIGURES.items() if f not in figures}
+    return runner.only_sweeps(figures, FIGURES)
 
 
 SWEEP = "sweep"                         # labels["budget"] of a figure's run trained under ``sweep_epochs``

@@ -112,6 +112,15 @@ def grid_fingerprint(cfg, named: Sequence[str], data_summary: dict) -> str:
     return config_hash(d)
 
 
+def only_sweeps(chosen: Sequence[str], sweeps: dict[str, str], off: dict[str, object] | None = None) -> dict:
+    """Config overrides for ``--figures``: every sweep of ``sweeps`` (figure name -> config field) not in
+    ``chosen`` switched off (its field set to ``off[field]``, else ``()``); an empty or unknown choice is refused."""
+    unknown = [f for f in chosen if f not in sweeps]
+    if unknown or not chosen:
+        raise ParameterError(f"unknown figures {unknown or list(chosen)}; use some of {list(sweeps)}")
+    return {field: (off or {}).get(field, ()) for f, field in sweeps.items() if f not in chosen}
+
+
 def safe_name(name: str) -> str:
     """``name`` as a file name: letters, digits, '.', '-'; anything else becomes '_'."""
     return "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in name)
