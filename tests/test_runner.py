@@ -356,3 +356,22 @@ def test_a_report_on_a_fresh_clone_keeps_the_certificates_of_releases_it_did_not
     (report / "results.json").write_text("{not json")                         # unreadable: not trusted
     assert certificates(published) == {"a": cert(1.0)}
     assert certificates(tmp_path / "elsewhere") == {}                       # not an OUT.published folder
+
+
+def test_remaining_cost_scales_by_each_runs_relative_work():
+    """A run declared twice as much work (DIPSGNN: more propagation steps) is priced twice as high, and a
+    finished heavy run prices a light one at its per-unit time."""
+    from privrec.experiments.dipsgnn import DIPSGNNExperiment
+    from privrec.experiments.provenance import remaining_cost
+
+    def work(labels):
+        return float(labels.get("steps") or 1)
+
+    done = [RunRecord("a|1", 0, {"method": "a", "steps": 1}, {"epochs_run": 1, "seconds": 100.0}, {}),
+            RunRecord("a|3", 0, {"method": "a", "steps": 3}, {"epochs_run": 1, "seconds": 900.0}, {})]
+    missing = [RunSpec("a|2", 0, {"method": "a", "steps": 2})]
+    assert remaining_cost(missing, done, work=work)["seconds"] == 2 * (100.0 + 300.0) / 2
+    assert remaining_cost(missing, done)["seconds"] == 500.0          # without it: the plain mean
+    assert DIPSGNNExperiment.work_of({"steps": 1}) == 1.0
+    assert DIPSGNNExperiment.work_of({"steps": 5}) == 4.0
+    assert DIPSGNNExperiment.work_of({"steps": None}) == 1.0

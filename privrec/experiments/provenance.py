@@ -4,7 +4,7 @@ runs not yet finished (used by every ``reproduce`` report through :mod:`privrec.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,7 +23,8 @@ def method_of(labels: dict) -> str:
 
 
 def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
-                   cap: dict[str, tuple[int, int, int]] | None = None) -> dict:
+                   cap: dict[str, tuple[int, int, int]] | None = None,
+                   work: Callable[[dict], float] | None = None) -> dict:
     """What the runs not yet finished should cost. Each is priced at the mean training time (``fit["seconds"]``:
     one run's wall time, on one thread beside the other jobs of its invocation) of the finished runs of its
     method — on the CPU where any ran there, since a GPU seed takes minutes where a CPU run takes hours. Where
@@ -32,7 +33,10 @@ def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
     down where the cap is below those runs' mean epoch count. A method with no finished run yet is priced at
     the mean of all (``unpriced`` counts those). A run with a saved state counts whole, so the estimate is an
     upper bound on what it still needs. Empty when nothing is missing; ``seconds`` is None when no finished
-    run has a recorded time."""
+    run has a recorded time. ``work(labels)`` (an experiment's optional ``work_of``) is a run's cost relative to
+    its method's others (DIPSGNN: the propagation steps T): times are divided by it before the mean and the
+    missing run's price multiplied by it."""
+    w = work or (lambda labels: 1.0)
     if not missing:
         return {}
     timed = [r for r in records if isinstance(r.fit.get("seconds"), (int, float))]
@@ -42,7 +46,7 @@ def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
         runs.setdefault(method_of(r.labels), []).append(r)
     if not runs:
         return {"runs": len(missing), "seconds": None, "unpriced": len(missing)}
-    overall = float(np.mean([r.fit["seconds"] for rs in runs.values() for r in rs]))
+    overall = float(np.mean([r.fit["seconds"] / w(r.labels) for rs in runs.values() for r in rs]))
     caps = cap or {}
 
     def price(spec: RunSpec) -> float | None:
@@ -52,15 +56,15 @@ def remaining_cost(missing: Sequence[RunSpec], records: Sequence[RunRecord],
         limit = caps.get(spec.key, (None,))[0]
         alike = [r for r in rs if limit and caps.get(r.key, (None,))[0] == limit]
         if alike:                                 # finished runs under the same cap price it as they ran
-            return float(np.mean([r.fit["seconds"] for r in alike]))
-        seconds = float(np.mean([r.fit["seconds"] for r in rs]))
+            return float(np.mean([r.fit["seconds"] / w(r.labels) for r in alike])) * w(spec.labels)
+        seconds = float(np.mean([r.fit["seconds"] / w(r.labels) for r in rs])) * w(spec.labels)
         epochs = [r.fit["epochs_run"] for r in rs if isinstance(r.fit.get("epochs_run"), int)]
         if limit and epochs and np.mean(epochs) > 0:          # (a run of several trainings may record 0 epochs)
             seconds *= min(1.0, limit / float(np.mean(epochs)))
         return seconds
 
     priced = [price(s) for s in missing]
-    return {"runs": len(missing), "seconds": sum(overall if c is None else c for c in priced),
+    return {"runs": len(missing), "seconds": sum(overall * w(s.labels) if c is None else c for s, c in zip(missing, priced)),
             "unpriced": sum(c is None for c in priced)}
 
 

@@ -92,7 +92,8 @@ class Experiment(Protocol):
     def runs(self) -> list[RunSpec]: ...
     def fingerprint(self) -> str: ...
     def cap(self) -> tuple[int, int, int]: ...          # (epoch cap, patience, eval_every) of its trainer
-    # optional: fingerprint_of(spec) -> str and cap_of(spec) -> (epochs, patience, eval_every), per run
+    # optional: fingerprint_of(spec) -> str and cap_of(spec) -> (epochs, patience, eval_every), per run, and
+    # work_of(labels) -> float, a run's cost relative to its method's others (prices the runs left)
     def prepare(self, spec: RunSpec, log: Log) -> None: ...
     def train(self, spec: RunSpec, state: Path, log: Log) -> RunRecord: ...
 
@@ -350,7 +351,8 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
     mine = lock_digest()
     other = [r.key for r in records if r.environment.get("lock_sha256") not in (None, mine)]
     by_key = {s.key: s for s in specs}
-    return Outcome(records, missing, progress, other, remaining_cost([by_key[k] for k in missing], records, cap))
+    return Outcome(records, missing, progress, other, remaining_cost([by_key[k] for k in missing], records, cap,
+                                                                 getattr(exp, "work_of", None)))
 
 
 def fit_and_test(model, task, train_cfg, sampled, full, seed: int, state: Path | None, tag: str,
