@@ -7,7 +7,10 @@ shapes (3,124 items, hidden 64, max length 50), forward + backward + Adam step, 
 * the last block computing only the rows the loss reads (``encode(seq, last=k)``) vs every row, SASRec
   ``--stride 10`` step (batch 205, targets in the last 10 positions);
 * the next-item loss on the items' own scores vs writing -inf into the padding column of the
-  (targets x items) logits, GRU4Rec windows step (batch 256 x 50, every position a target).
+  (targets x items) logits, GRU4Rec windows step (batch 256 x 50, every position a target);
+* ``--precision bf16`` (``torch.autocast`` mixed precision) vs fp32, SASRec ``--stride 1`` (batch 2,048, RecBole's
+  prefixes) and ``--stride 10`` steps and a GRU4Rec windows step ("before" = fp32). The gain needs a CPU with
+  AMX-BF16 (``amx_bf16`` in ``lscpu``'s flags); without it bf16 products are emulated and slower.
 
     python benchmarks/bench_training_step.py [--threads 1] [--repeat 30]
 """
@@ -15,6 +18,7 @@ shapes (3,124 items, hidden 64, max length 50), forward + backward + Adam step, 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from unittest.mock import patch
 
 import torch
@@ -57,8 +61,9 @@ def padded_logits_loss(model, batch):
     return F.cross_entropy(out, target[target > 0])
 
 
-def training_step(model, batch: int, targets: int, loss=None):
-    """One Adam step of ``model`` on a random batch whose last ``targets`` positions carry a target."""
+def training_step(model, batch: int, targets: int, loss=None, precision: str = "fp32"):
+    """One Adam step of ``model`` on a random batch whose last ``targets`` positions carry a target, its forward
+    pass in ``precision`` (as :class:`privrec.training.trainer.Trainer` runs it)."""
     opt = torch.optim.Adam(model.parameters())
     seq = torch.randint(1, N_ITEMS + 1, (batch, 50))
     target = torch.zeros(batch, 50, dtype=torch.long)
@@ -66,7 +71,8 @@ def training_step(model, batch: int, targets: int, loss=None):
     loss = loss or (lambda m, b: m.loss(b))
 
     def step():
-        value = loss(model, {"seq": seq, "target": target})
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            value = loss(model, {"seq": seq, "target": target})
         opt.zero_grad()
         value.backward()
         opt.step()
@@ -111,6 +117,14 @@ def main() -> None:
     row("GRU4Rec windows step: -inf written into the logits",
         timed(training_step(gru, 256, 50, padded_logits_loss), steps)[0] * 1e3,
         timed(training_step(gru, 256, 50), steps)[0] * 1e3)
+    amx = "amx_bf16" in Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else False
+    print(f"--precision bf16 vs fp32 (this CPU {'has' if amx else 'lacks'} AMX-BF16):")
+    for name, make, batch, targets in (("SASRec stride-1 step (batch 2,048)", sasrec, 2048, 1),
+                                       ("SASRec stride-10 step (batch 205)", sasrec, 205, 10),
+                                       ("GRU4Rec windows step (batch 256)", lambda: GRU4Rec(N_ITEMS, max_len=50), 256, 50)):
+        n = max(3, steps // 3) if batch > 1000 else steps
+        row(f"{name}: bf16", timed(training_step(make(), batch, targets), n)[0] * 1e3,
+            timed(training_step(make(), batch, targets, precision="bf16"), n)[0] * 1e3)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,8 @@ CASES: list[tuple[str, str]] = [
     ("train edgerand --dataset feat.inter --protocol dipsgnn --epsilon2 5 --epsilon1 20 --no-user-features",
      "give one"),
     ("train dpsgd-srgnn --dataset feat.inter --protocol dipsgnn", "needs its budget"),
+    ("train dpsgd-srgnn --dataset feat.inter --protocol dipsgnn --epsilon2 5 --precision bf16", "not supported with"),
+    ("train sasrec --dataset x.inter --protocol raw --precision fp16", "'fp16' is not one of"),
     ("train sasrec --dataset feat.inter --protocol dipsgnn --epsilon2 5", "not sasrec's"),
     ("reproduce dipsgnn --quick --methods LightGCN --out rep", "unknown methods"),
     ("reproduce pfcr --quick --epsilon 0 --out rep", "epsilon"),

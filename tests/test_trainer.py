@@ -44,7 +44,8 @@ def _trainer(task, **kw):
     torch.manual_seed(0)
     model = build("sasrec", n_items=30, max_len=6, dropout=0.3, hidden=16)
     cfg = TrainConfig(epochs=kw.pop("epochs", 8), batch_size=8, lr=1e-2, patience=kw.pop("patience", 10),
-                      warmup_steps=kw.pop("warmup_steps", 0), progress=False, seed=3, device="cpu")
+                      warmup_steps=kw.pop("warmup_steps", 0), precision=kw.pop("precision", "fp32"), progress=False,
+                      seed=3, device="cpu")
     return Trainer(model, task, cfg, EvalConfig(mode="sampled", n_negatives=10, ks=(10,), seed=3), **kw)
 
 
@@ -323,3 +324,48 @@ def test_warmup_is_validated_and_left_out_of_fingerprints_at_its_default():
     assert TrainConfig(warmup_steps=100).to_dict()["warmup_steps"] == 100
     assert config_hash({"train": asdict(TrainConfig(warmup_steps=100))}) != config_hash({"train": before})
     assert config_hash({"warmup_steps": False}) != config_hash({})              # only the default itself is left out
+
+
+class WeightDtypes(Hook):
+    """Records the dtypes of the model's weights at every training step."""
+
+    def __init__(self):
+        self.seen = set()
+
+    def on_batch_end(self, trainer, batch, loss):
+        self.seen.add(("weights", *sorted({str(p.dtype) for p in trainer.model.parameters()})))
+
+
+def test_bf16_trains_in_mixed_precision_reproducibly_and_resumes(task, tmp_path):
+    hook = WeightDtypes()
+    bf16 = _trainer(task, epochs=3, precision="bf16", hooks=[hook])
+    seen = []
+    original = bf16.model.loss
+    bf16.model.loss = lambda batch: seen.append(original(batch)) or seen[-1]
+    got = bf16.fit()
+    assert hook.seen == {("weights", "torch.float32")}                # master weights stay fp32
+    assert {loss.dtype for loss in seen} == {torch.float32}           # cross-entropy autocasts to fp32
+    assert all(np.isfinite(h["loss"]) for h in got.history)
+    _same(_trainer(task, epochs=3, precision="bf16").fit(), got)      # same seed, same run
+    fp32 = _trainer(task, epochs=3).fit()
+    assert fp32.history != got.history                                # the products really ran in bf16
+    assert abs(fp32.history[0]["loss"] - got.history[0]["loss"]) < 0.05 * fp32.history[0]["loss"]
+    state = tmp_path / "run.state"
+    with pytest.raises(Killed):
+        _trainer(KillAt(task, 2), epochs=3, precision="bf16").fit(state)
+    _same(_trainer(task, epochs=3, precision="bf16").fit(state), got)
+    with pytest.raises(CheckpointError):                              # a bf16 state is not resumed as fp32
+        _trainer(task, epochs=3).fit(state)
+
+
+def test_precision_is_validated_and_left_out_of_fingerprints_at_its_default():
+    from dataclasses import asdict
+
+    from privrec.utils.repro import config_hash
+
+    with pytest.raises(ParameterError, match="precision must be one of fp32, bf16"):
+        TrainConfig(precision="fp16")
+    before = {k: v for k, v in asdict(TrainConfig()).items() if k != "precision"}
+    assert "precision" not in TrainConfig().to_dict()
+    assert config_hash({"train": asdict(TrainConfig())}) == config_hash({"train": before})
+    assert TrainConfig(precision="bf16").to_dict()["precision"] == "bf16"

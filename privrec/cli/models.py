@@ -52,6 +52,10 @@ from privrec.models import MODELS
 @click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True,
               help="Raise the lr linearly over the first N optimizer steps (BERT4Rec's recipe: 100; reproduce rr: 200 "
                    "for the transformers); 0 = none.")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="Training forward pass: fp32, or bf16 mixed precision (torch.autocast: products in bfloat16, "
+                   "weights and losses in float32; validation and test in fp32). About 2x faster for SASRec prefixes "
+                   "on CPUs with AMX-BF16 (or on a GPU); slower on CPUs without it. Not with --dpsgd-epsilon.")
 @click.option("--patience", default="10", show_default=True, metavar="N|none",
               help="Validations without improvement before stopping, or 'none': train all --epochs and keep the "
                    "best validated epoch (reproduce rr's fixed budget).")
@@ -113,7 +117,7 @@ from privrec.models import MODELS
               help="heterocdr: the source domain's published rating matrix, a release folder written by "
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
 def train(model, dataset, protocol, split, max_len, time_precision, window, stride, epochs, batch_size, lr, warmup_steps,
-          patience,
+          precision, patience,
           grad_clip, select_metric,
           threads,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
@@ -150,12 +154,15 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
             raise ParameterError("dpsgd-srgnn needs its budget: --epsilon2 E (or --dpsgd-epsilon E)")
         model, dpsgd_epsilon, epsilon2 = "srgnn", dpsgd_epsilon if dpsgd_epsilon is not None else epsilon2, None
     if registry[model].task == "interactions":
-        return _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup_steps, patience,
+        return _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup_steps, precision, patience,
                              parse_grad_clip(grad_clip, 5.0), select_metric, seeds, assignments, epsilon, out, quiet)
     if target or source:
         raise ParameterError("--target and --source are for the matrix models (bpr, neumf, dmf, ddtcdr, heterocdr)")
     if Path(dataset).exists():            # a file of the user's: stored absolute, so `evaluate` finds it from anywhere
         dataset = str(Path(dataset).resolve())
+    if precision != "fp32" and dpsgd_epsilon is not None:
+        raise ParameterError("--precision bf16 is not supported with --dpsgd-epsilon (Opacus computes per-sample "
+                             "gradients in fp32); drop one of them")
     preset = seq.PROTOCOLS[protocol]
     mask = preset["mask_history"] if mask_history is None else mask_history
     length = max_len or preset["max_len"]
@@ -179,7 +186,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
         window_mode=window, stride=stride,
         model_config=model_config,
         train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience, warmup_steps=warmup_steps,
-                          grad_clip=parse_grad_clip(grad_clip, preset["grad_clip"]),
+                          precision=precision, grad_clip=parse_grad_clip(grad_clip, preset["grad_clip"]),
                           select_metric=select_metric, device=device, progress=not quiet),
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
         epsilon=epsilon, alternatives=alternatives, short=short, release_seed=release_seed,
@@ -222,7 +229,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     click.echo(f"\nreport: {out_dir}/results.md  checkpoints: {out_dir}/*.pt")
 
 
-def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup_steps, patience, grad_clip,
+def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup_steps, precision, patience, grad_clip,
                   select_metric, seeds, assignments, epsilon, out, quiet) -> None:
     """``train bpr|neumf|dmf|ddtcdr|heterocdr --target DOMAIN [--source RELEASE]`` (PriCDR's second stage;
     ddtcdr reads the other domain's raw interactions)."""
@@ -241,7 +248,7 @@ def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup
     if source is not None and model != "heterocdr":
         raise ParameterError(f"--source is read by heterocdr only; {model} trains on the target alone")
     cfg = P.PriCDRConfig(train=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, patience=patience,
-                                           warmup_steps=warmup_steps,
+                                           warmup_steps=warmup_steps, precision=precision,
                                            grad_clip=grad_clip, select_metric=select_metric, progress=not quiet))
     out_dir = Path(out or f"runs/{model}-{target}")
     log = lambda msg: click.echo(msg, err=True)

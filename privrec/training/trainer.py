@@ -44,6 +44,7 @@ STATE_FORMAT = "privrec-train-state/1"
 UNRECORDED_LOCK = "unrecorded"      # epochs of a state saved before states recorded their lock
 # the stopping rule: it only bounds fit()'s loop, so a state continues under another (see Trainer.fit)
 STOPPING_RULE = ("epochs", "patience")
+PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,11 @@ class TrainConfig:
     # counted from the first epoch; 0 = none. BERT4Rec's recipe (Sun et al. 2019: 100 steps) against the
     # slow start of a post-LayerNorm transformer at a high lr (docs/rr.md)
     warmup_steps: int = 0
+    # the training forward pass: "fp32", or "bf16" = torch.autocast mixed precision (matrix products in
+    # bfloat16, weights, optimizer state, losses and LayerNorm in float32; validation and test always fp32).
+    # On CPUs with AMX-BF16 (Sapphire Rapids and later) a SASRec prefix step takes about half the time
+    # (benchmarks/bench_training_step.py); elsewhere it can be slower. Accuracy parity: docs/baselines.md
+    precision: str = "fp32"
     seed: int = 0
     device: str = "auto"            # "auto" picks CUDA when present
     progress: bool = True
@@ -76,6 +82,8 @@ class TrainConfig:
             raise ParameterError(f"patience must be >= 1 (or None: no early stopping), got {self.patience}")
         if not (isinstance(self.warmup_steps, int) and self.warmup_steps >= 0):
             raise ParameterError(f"warmup_steps must be a whole number >= 0 (0 = no warmup), got {self.warmup_steps!r}")
+        if self.precision not in PRECISIONS:
+            raise ParameterError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
 
     def to_dict(self) -> dict:
         """The settings; one added later is left out at the default that reproduces the behaviour
@@ -186,7 +194,8 @@ class Trainer:
                            desc=f"epoch {epoch}", unit="batch", mininterval=1.0)
         for batch in batches:
             batch = {k: v.to(self.device) for k, v in batch.items()}
-            loss = self.model.loss(batch)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16"):
+                loss = self.model.loss(batch)
             for hook in self.hooks:
                 extra = hook.penalty(self)
                 if extra is not None:
