@@ -134,6 +134,8 @@ def test_state_from_another_configuration_is_refused(task, tmp_path):
 
 
 def test_sequential_resume_state_is_named_by_config_and_data():
+    from dataclasses import replace
+
     from privrec.experiments.sequential import SequentialConfig, _run_hash
 
     rows = [[]] + [[1 + (u + j) % 30 for j in range(6)] for u in range(12)]
@@ -144,6 +146,9 @@ def test_sequential_resume_state_is_named_by_config_and_data():
     assert _run_hash(cfg, a) == _run_hash(SequentialConfig(dataset="x.inter", seeds=(4,)), a)
     assert _run_hash(cfg, a) != _run_hash(cfg, b)
     assert _run_hash(cfg, a) != _run_hash(SequentialConfig(dataset="x.inter", max_len=20), a)
+    stopping = replace(cfg, train=replace(cfg.train, epochs=7, patience=None))    # only bounds the loop
+    assert _run_hash(cfg, a) == _run_hash(stopping, a)
+    assert _run_hash(cfg, a) != _run_hash(replace(cfg, train=replace(cfg.train, lr=0.5)), a)
 
 
 class NoisyBag(torch.nn.Module):
