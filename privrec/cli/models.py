@@ -160,9 +160,6 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
         raise ParameterError("--target and --source are for the matrix models (bpr, neumf, dmf, ddtcdr, heterocdr)")
     if Path(dataset).exists():            # a file of the user's: stored absolute, so `evaluate` finds it from anywhere
         dataset = str(Path(dataset).resolve())
-    if precision != "fp32" and dpsgd_epsilon is not None:
-        raise ParameterError("--precision bf16 is not supported with --dpsgd-epsilon (Opacus computes per-sample "
-                             "gradients in fp32); drop one of them")
     preset = seq.PROTOCOLS[protocol]
     mask = preset["mask_history"] if mask_history is None else mask_history
     length = max_len or preset["max_len"]

@@ -57,6 +57,9 @@ def dpsgd_optimizer(cfg, task, log):
 
     if cfg.dpsgd_epsilon is None:
         return task, lambda seed: adam, None
+    if cfg.train.precision != "fp32":
+        raise ParameterError(f"precision {cfg.train.precision} is not supported with DP-SGD (Opacus computes "
+                             "per-sample gradients in fp32): train it with --precision fp32")
     from privrec.training import dpsgd
 
     setting = dpsgd.DPSGDConfig(max_grad_norm=cfg.dpsgd_clip, epsilon=cfg.dpsgd_epsilon, delta=cfg.delta)
