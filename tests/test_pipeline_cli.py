@@ -305,6 +305,10 @@ def test_train_reports_name_seeds_resumed_across_locks_and_parts_from_other_lock
             f"it), 1 epoch under {lock})." in text)
     assert "seed 0 (" not in text          # all its epochs ran under the lock its part finished under
     assert f"Merged parts finished under different locks: seeds [0] under 0583547726f2ebea; seeds [1] under {lock}" in text
+    assert result["runs"][0]["fit"]["epochs_by_precision"] == {"fp32": 3} and "precision (" not in text
+    result["runs"][1]["fit"]["epochs_by_precision"] = {"bf16": 2, "fp32": 1}   # seed 1: a bf16 state resumed in fp32
+    assert ("Resumed at another forward-pass precision (`--precision`; validation and test always run in fp32): "
+            "seed 1 (2 epochs at bf16, 1 epoch at fp32)." in SR.markdown(result))
 
 
 def test_cli_bad_file_and_kcore(tmp_path, capsys, monkeypatch):

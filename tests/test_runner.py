@@ -197,6 +197,16 @@ def test_reports_say_which_runs_finished_on_a_gpu():
                        "prompt": {"epochs_run": 3, "epochs_by_lock": {"bbbb": 3}}}}
     assert lock_spans(parts, "bbbb") == "2 epochs under aaaa, 3 epochs under bbbb"
     assert lock_spans({"parts": {"prompt": {"epochs_run": 1, "epochs_by_lock": {"bbbb": 1}}}}, "bbbb") is None
+    # a state resumed at another precision (a bf16 run moved to a CPU without bf16 units) is flagged with its epochs
+    from privrec.experiments.provenance import precision_spans
+
+    mixed = RunRecord(key="g", seed=0, labels={}, metrics={}, environment=cpu,
+                      fit={"epochs_by_precision": {"bf16": 63, "fp32": 20}})
+    plain = RunRecord(key="h", seed=0, labels={}, metrics={}, environment=cpu, fit={"epochs_by_precision": {"fp32": 9}})
+    note = "\n".join(environment_note(Outcome([mixed, plain], [], Path("p"), [])))
+    assert ("1 of 2 runs resumed a state at another forward-pass precision: `g` (63 epochs at bf16, 20 epochs at "
+            "fp32)" in note) and "`h`" not in note
+    assert precision_spans({}) is None and precision_spans({"epochs_by_precision": {"bf16": 1}}) is None
 
 
 def test_environment_records_the_lock_pins_this_interpreter_does_not_match():

@@ -359,8 +359,35 @@ def test_bf16_trains_in_mixed_precision_reproducibly_and_resumes(task, tmp_path)
     with pytest.raises(Killed):
         _trainer(KillAt(task, 2), epochs=3, precision="bf16").fit(state)
     _same(_trainer(task, epochs=3, precision="bf16").fit(state), got)
-    with pytest.raises(CheckpointError):                              # a bf16 state is not resumed as fp32
-        _trainer(task, epochs=3).fit(state)
+    assert got.epochs_by_precision == {"bf16": 3} and fp32.epochs_by_precision == {"fp32": 3}
+
+
+def test_a_state_resumes_at_another_precision_and_records_the_epochs_at_each(task, tmp_path):
+    """Precision, like the device, says how the products are computed, not what is trained: a bf16 run moved
+    to a CPU without bf16 units (where autocast's products are emulated, ~10x slower) goes on in fp32, and its
+    fit says how many epochs ran at each; a state saved before the field counts its epochs at its config's."""
+    import json
+
+    state = tmp_path / "run.state"
+    with pytest.raises(Killed):
+        _trainer(KillAt(task, 3), epochs=4, precision="bf16").fit(state)
+    logged = []
+    t = _trainer(task, epochs=4)
+    t.log = logged.append
+    mixed = t.fit(state)
+    assert mixed.epochs_by_precision == {"bf16": 2, "fp32": 2} and len(mixed.history) == 4
+    assert mixed.to_dict()["epochs_by_precision"] == {"bf16": 2, "fp32": 2}
+    assert any("bf16 (2)" in line and "goes on at fp32" in line for line in logged)
+    bf16 = _trainer(task, epochs=4, precision="bf16").fit()
+    assert mixed.history[:2] == bf16.history[:2] and mixed.history[2:] != bf16.history[2:]
+    old = torch.load(state, weights_only=True)        # a bf16 state written before the field: its config said bf16
+    del old["epochs_by_precision"]
+    config = json.loads(old["config"])
+    config["train"]["precision"] = "bf16"
+    old["config"] = json.dumps(config, sort_keys=True)
+    torch.save(old, state)
+    assert _trainer(task, epochs=5).fit(state).epochs_by_precision == {"bf16": 4, "fp32": 1}
+    assert json.loads(torch.load(state, weights_only=True)["epochs_by_precision"]) == {"bf16": 4, "fp32": 1}
 
 
 def test_precision_is_validated_and_left_out_of_fingerprints_at_its_default():

@@ -1,5 +1,5 @@
 """Where a grid's runs came from and what the rest will cost: the method a run trains, the hardware it
-finished on, the report lines that flag runs from another lock (or resumed across locks) or a GPU, and the CPU-hour estimate of the
+finished on, the report lines that flag runs from another lock (or resumed across locks or precisions) or a GPU, and the CPU-hour estimate of the
 runs not yet finished (used by every ``reproduce`` report through :mod:`privrec.experiments.runner`)."""
 
 from __future__ import annotations
@@ -93,6 +93,19 @@ def lock_spans(fit: dict, finished_under: str | None) -> str | None:
                      for lock, n in spans.items())
 
 
+def precision_spans(fit: dict) -> str | None:
+    """How a run's training epochs split over forward-pass precisions (``fit["epochs_by_precision"]``; a
+    run of several trainings adds up its parts) when more than one was used -- a state resumed at another
+    precision, e.g. "63 epochs at bf16, 20 at fp32". None for one precision or records without the field."""
+    spans: dict[str, int] = {}
+    for part in [fit, *trained_parts(fit)]:
+        for precision, n in (part.get("epochs_by_precision") or {}).items():
+            spans[precision] = spans.get(precision, 0) + int(n)
+    if len(spans) < 2:
+        return None
+    return ", ".join(f"{n} epoch{'s' * (n != 1)} at {precision}" for precision, n in spans.items())
+
+
 def _keys(keys: list[str]) -> str:
     return ", ".join(f"`{k}`" for k in keys[:4]) + (" …" if len(keys) > 4 else "")
 
@@ -111,6 +124,11 @@ def environment_note(outcome: Outcome) -> list[str]:
         lines += [f"**Environment:** {len(spans)} of {len(outcome.records)} runs trained some epochs under another "
                   "lock than the one they finished under, or resumed a state that did not record its lock: "
                   + "; ".join(f"`{k}` ({t})" for k, t in spans[:4]) + (" …" if len(spans) > 4 else "") + ".", ""]
+    mixed = [(r.key, text) for r in outcome.records if (text := precision_spans(r.fit))]
+    if mixed:
+        lines += [f"**Precision:** {len(mixed)} of {len(outcome.records)} runs resumed a state at another forward-pass "
+                  "precision: " + "; ".join(f"`{k}` ({t})" for k, t in mixed[:4]) + (" …" if len(mixed) > 4 else "")
+                  + ".", ""]
     drift = [r for r in outcome.records if r.environment.get("lock_mismatch")]
     if drift:
         pins = sorted({p for r in drift for p in r.environment["lock_mismatch"]})

@@ -26,7 +26,7 @@ from privrec.experiments.sequential_report import aggregates
 from privrec.models import MODELS, build_on
 from privrec.training.checkpoint import save_checkpoint
 from privrec.training.tasks import task_for
-from privrec.training.trainer import STOPPING_RULE, TrainConfig, Trainer
+from privrec.training.trainer import NUMERICS, STOPPING_RULE, TrainConfig, Trainer
 from privrec.utils.repro import config_hash, environment, seed_torch
 
 SPLITS = ("leave_one_out", "temporal_fraction", "prefixes")   # prefixes: DIPSGNN's (training.tasks.prefixes)
@@ -343,12 +343,13 @@ def _check_foreign_states(state_dir: Path, run_hash: str, seeds: Sequence[int]) 
 
 
 def _run_hash(cfg: SequentialConfig, split: Split) -> str:
-    """Names a run's resume state: the configuration (seeds, progress, device and the stopping rule aside) and
-    the split's contents, so a state is never resumed on other settings or edited data. The stopping rule
-    (``--epochs``, ``--patience``) only bounds the loop (:meth:`Trainer.fit`), so a killed run resumes under
-    another cap or patience."""
+    """Names a run's resume state: the configuration (seeds, the numerics -- progress, device, precision --
+    and the stopping rule aside) and the split's contents, so a state is never resumed on other settings or
+    edited data. The stopping rule (``--epochs``, ``--patience``) only bounds the loop (:meth:`Trainer.fit`),
+    so a killed run resumes under another cap or patience; a run resumed at another precision records how
+    many epochs ran at each (``fit.epochs_by_precision``)."""
     d = cfg.to_dict()
-    d["train"] = {k: v for k, v in d["train"].items() if k not in ("progress", "device", *STOPPING_RULE)}
+    d["train"] = {k: v for k, v in d["train"].items() if k not in (*NUMERICS, *STOPPING_RULE)}
     d.pop("seeds")
     d.pop("time_precision")         # the split's contents (hashed below) already say which order it has
     return config_hash(d, *(a for s in (split.train, split.valid, split.test) for a in (s.indptr, s.items)))

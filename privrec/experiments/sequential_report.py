@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 
 from privrec.errors import ParameterError
-from privrec.experiments.provenance import lock_spans
+from privrec.experiments.provenance import lock_spans, precision_spans
 from privrec.experiments.report import aggregate, fmt_num, markdown_table, pm
 
 TIME_ORDER = {"exact": "exact timestamps (ties in file order)",
@@ -113,6 +113,10 @@ def markdown(result: dict) -> str:
         lines += ["", "Trained some epochs under another lock than the one the seed finished under, or resumed a "
                       "state that did not record its lock: " + "; ".join(f"seed {seed} ({text})" for seed, text in spans)
                   + "."]
+    mixed = [(r["seed"], text) for r in result["runs"] if (text := precision_spans(r["fit"]))]
+    if mixed:
+        lines += ["", "Resumed at another forward-pass precision (`--precision`; validation and test always run "
+                      "in fp32): " + "; ".join(f"seed {seed} ({text})" for seed, text in mixed) + "."]
     if len({lock for lock in finished.values() if lock}) > 1:
         lines += ["", "Merged parts finished under different locks: " + "; ".join(
             f"seeds {m['seeds']} under {(m.get('environment') or {}).get('lock_sha256')}" for m in merged) + "."]

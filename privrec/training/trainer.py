@@ -45,6 +45,10 @@ UNRECORDED_LOCK = "unrecorded"      # epochs of a state saved before states reco
 # the stopping rule: it only bounds fit()'s loop, so a state continues under another (see Trainer.fit)
 STOPPING_RULE = ("epochs", "patience")
 PRECISIONS = ("fp32", "bf16")
+# how the numbers are computed, not what: a state resumes under another device or precision (a bf16 run
+# moved to a CPU without bf16 units, where its products are emulated ~10x slower), and the fit records
+# how many epochs ran at each precision (``epochs_by_precision``)
+NUMERICS = ("progress", "device", "precision")
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,8 @@ class TrainConfig:
     # the training forward pass: "fp32", or "bf16" = torch.autocast mixed precision (matrix products in
     # bfloat16, weights, optimizer state, losses and LayerNorm in float32; validation and test always fp32).
     # On CPUs with AMX-BF16 (Sapphire Rapids and later) a SASRec prefix step takes about half the time
-    # (benchmarks/bench_training_step.py); elsewhere it can be slower. Accuracy parity: docs/baselines.md
+    # (benchmarks/bench_training_step.py); elsewhere it can be slower (6x on an AVX2-only EPYC), so a state
+    # resumes at either precision (:data:`NUMERICS`). Accuracy parity: docs/baselines.md
     precision: str = "fp32"
     seed: int = 0
     device: str = "auto"            # "auto" picks CUDA when present
@@ -155,13 +160,15 @@ class FitResult:
     seconds_per_epoch: float = 0.0
     stopped_early: bool = False     # False: the epoch cap ended training (the model may still improve)
     epochs_by_lock: dict[str, int] = field(default_factory=dict)    # a run resumed under another lock spans two
+    epochs_by_precision: dict[str, int] = field(default_factory=dict)   # likewise a run resumed at another precision
 
     def to_dict(self) -> dict:
         return {"best_epoch": self.best_epoch, "epochs_run": self.epochs_run, "stopped_early": self.stopped_early,
                 "seconds": round(self.seconds, 2),
                 "seconds_per_epoch": round(self.seconds_per_epoch, 3),
                 "best_valid": None if self.best_valid is None else self.best_valid.to_dict(),
-                "epochs_by_lock": self.epochs_by_lock, "history": self.history}
+                "epochs_by_lock": self.epochs_by_lock, "epochs_by_precision": self.epochs_by_precision,
+                "history": self.history}
 
 
 class Trainer:
@@ -180,6 +187,7 @@ class Trainer:
         self.rng = np.random.default_rng([cfg.seed, 1])     # batch order; its state is saved on resume
         self.epochs_trained = 0                              # by fit() and train_epochs() together
         self.epochs_by_lock: dict[str, int] = {}             # of them, how many under each lock digest
+        self.epochs_by_precision: dict[str, int] = {}        # and at each precision
         self._digest: tuple = (None, None)                   # (data buffers' versions, their digest): see _data_digest
 
     def _epoch(self, epoch: int) -> float:
@@ -222,6 +230,7 @@ class Trainer:
         self.epochs_trained += 1
         lock = lock_digest() or "no lock"
         self.epochs_by_lock[lock] = self.epochs_by_lock.get(lock, 0) + 1
+        self.epochs_by_precision[self.cfg.precision] = self.epochs_by_precision.get(self.cfg.precision, 0) + 1
         return total / max(count, 1)
 
     def train_epochs(self, n: int) -> list[float]:
@@ -317,12 +326,13 @@ class Trainer:
         best_eval = (None if s["best_metrics"] is None else
                      EvalResult("valid", s["best_metrics"], s["best_n_users"], self.eval_cfg))
         return FitResult(s["best_epoch"], best_eval, epoch, s["history"], time.perf_counter() - start,
-                         s["train_time"] / max(epoch, 1), bool(s["stopped"]), dict(self.epochs_by_lock))
+                         s["train_time"] / max(epoch, 1), bool(s["stopped"]), dict(self.epochs_by_lock),
+                         dict(self.epochs_by_precision))
 
     def _state_config(self) -> dict:
         d = self.cfg.to_dict()
-        for k in ("progress", "device", *STOPPING_RULE):
-            d.pop(k)
+        for k in (*NUMERICS, *STOPPING_RULE):
+            d.pop(k, None)
         return {"train": d, "eval": self.eval_cfg.to_dict(), "model": type(self.model).__name__,
                 "model_config": self.model.config() if hasattr(self.model, "config") else None}
 
@@ -340,6 +350,7 @@ class Trainer:
                    "optimizer": self.optimizer.state_dict(), "numpy_rng": json.dumps(self.rng.bit_generator.state),
                    "hooks": [_to_cpu(h.state_dict()) for h in self.hooks], "epochs_trained": self.epochs_trained,
                    "epochs_by_lock": json.dumps(self.epochs_by_lock),
+                   "epochs_by_precision": json.dumps(self.epochs_by_precision),
                    "torch_rng": torch.get_rng_state(),
                    "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
                    "loop": json.dumps({k: v for k, v in s.items() if k != "best_state"}),
@@ -359,6 +370,7 @@ class Trainer:
         saved = json.loads(payload["config"])
         for k in STOPPING_RULE:
             saved["train"].pop(k, None)
+        saved_precision = saved["train"].pop("precision", "fp32")   # states saved before precision was a numeric
         if saved != json.loads(json.dumps(self._state_config(), sort_keys=True, default=str)):
             raise CheckpointError(f"{path}: saved by a run with a different training configuration; "
                                   "delete it or pass another path")
@@ -379,6 +391,13 @@ class Trainer:
         by_lock = payload.get("epochs_by_lock")
         self.epochs_by_lock = (json.loads(by_lock) if by_lock is not None else
                                {UNRECORDED_LOCK: self.epochs_trained} if self.epochs_trained else {})
+        by_precision = payload.get("epochs_by_precision")
+        self.epochs_by_precision = (json.loads(by_precision) if by_precision is not None else
+                                    {saved_precision: self.epochs_trained} if self.epochs_trained else {})
+        if self.epochs_trained and set(self.epochs_by_precision) != {self.cfg.precision}:
+            self.log(f"{path}: its {self.epochs_trained} epochs ran at "
+                     + ", ".join(f"{p} ({n})" for p, n in self.epochs_by_precision.items())
+                     + f"; it goes on at {self.cfg.precision}, and the result records both")
         self.rng.bit_generator.state = json.loads(payload["numpy_rng"])
         torch.set_rng_state(payload["torch_rng"])
         if payload["cuda_rng"] and torch.cuda.is_available():
