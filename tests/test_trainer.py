@@ -364,7 +364,7 @@ def test_bf16_trains_in_mixed_precision_reproducibly_and_resumes(task, tmp_path)
 
 def test_a_state_resumes_at_another_precision_and_records_the_epochs_at_each(task, tmp_path):
     """Precision, like the device, says how the products are computed, not what is trained: a bf16 run moved
-    to a CPU without bf16 units (where autocast's products are emulated, ~10x slower) goes on in fp32, and its
+    to a CPU without bf16 units (where autocast's products are emulated, several times slower) goes on in fp32, and its
     fit says how many epochs ran at each; a state saved before the field counts its epochs at its config's."""
     import json
 

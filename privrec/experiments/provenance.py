@@ -76,16 +76,22 @@ def trained_on(env: dict) -> str:
     return f"GPU (torch {env['torch']})" if "+cu" in str(env.get("torch") or "") else "cpu"
 
 
+def _epochs_by(fit: dict, key: str) -> dict[str, int]:
+    """A fit's epoch counts under ``key`` (``epochs_by_lock``, ``epochs_by_precision``), its parts added up."""
+    spans: dict[str, int] = {}
+    for part in [fit, *trained_parts(fit)]:
+        for name, n in (part.get(key) or {}).items():
+            spans[name] = spans.get(name, 0) + int(n)
+    return spans
+
+
 def lock_spans(fit: dict, finished_under: str | None) -> str | None:
     """How a run's training epochs split over locks (``fit["epochs_by_lock"]``, kept across resumes; a run
     of several trainings, ``fit["parts"]``, adds up its parts), when not all of them are known to have run
     under the lock the run finished under: e.g. "34 epochs under an unrecorded lock, 15 under
     e57d1dc22387a9f9" for a run resumed from a state saved before states kept their lock. None when they
     all did, or nothing was kept. ``finished_under`` None (outside a checkout) is the trainer's "no lock"."""
-    spans: dict[str, int] = {}
-    for part in [fit, *trained_parts(fit)]:
-        for lock, n in (part.get("epochs_by_lock") or {}).items():
-            spans[lock] = spans.get(lock, 0) + int(n)
+    spans = _epochs_by(fit, "epochs_by_lock")
     if not spans or set(spans) <= {finished_under or "no lock"}:
         return None
     return ", ".join(f"{n} epoch{'s' * (n != 1)} under " + ("an unrecorded lock (a state saved before states kept it)"
@@ -97,10 +103,7 @@ def precision_spans(fit: dict) -> str | None:
     """How a run's training epochs split over forward-pass precisions (``fit["epochs_by_precision"]``; a
     run of several trainings adds up its parts) when more than one was used -- a state resumed at another
     precision, e.g. "63 epochs at bf16, 20 at fp32". None for one precision or records without the field."""
-    spans: dict[str, int] = {}
-    for part in [fit, *trained_parts(fit)]:
-        for precision, n in (part.get("epochs_by_precision") or {}).items():
-            spans[precision] = spans.get(precision, 0) + int(n)
+    spans = _epochs_by(fit, "epochs_by_precision")
     if len(spans) < 2:
         return None
     return ", ".join(f"{n} epoch{'s' * (n != 1)} at {precision}" for precision, n in spans.items())

@@ -46,8 +46,8 @@ UNRECORDED_LOCK = "unrecorded"      # epochs of a state saved before states reco
 STOPPING_RULE = ("epochs", "patience")
 PRECISIONS = ("fp32", "bf16")
 # how the numbers are computed, not what: a state resumes under another device or precision (a bf16 run
-# moved to a CPU without bf16 units, where its products are emulated ~10x slower), and the fit records
-# how many epochs ran at each precision (``epochs_by_precision``)
+# moved to a CPU without bf16 units, where its products are emulated: 6x slower on an AVX2 EPYC), and the
+# fit records how many epochs ran at each precision (``epochs_by_precision``)
 NUMERICS = ("progress", "device", "precision")
 
 
