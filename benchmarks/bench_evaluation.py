@@ -6,10 +6,10 @@ the weights), test stage, history not masked (RecBole's protocol) and masked, on
 privrec is timed twice: today's evaluator (targets ranked by counting the items that score at
 least as high, no sort) and the previous one (every row sorted), so the change is measured too.
 
-RecBole is optional: it pins old releases, so it lives in a throw-away venv, e.g.
+RecBole is optional: it lives in a throw-away venv set up as ``benchmarks/recbole/_recbole.py`` says
+(RecBole 1.2.1 without its dependencies, over privrec's packages; its numpy-2 shims are applied), e.g.
 
-    python3 -m venv /tmp/rbenv && /tmp/rbenv/bin/pip install torch==2.13.0+cpu recbole==1.2.1 'numpy<2'
-    python benchmarks/bench_evaluation.py --recbole-python /tmp/rbenv/bin/python
+    python benchmarks/bench_evaluation.py --recbole-python /tmp/rbv/bin/python
 
 Prints a Markdown table with the ratio privrec / RecBole (below 1: privrec is faster).
 """
@@ -27,6 +27,8 @@ import time
 
 RECBOLE_SCRIPT = r"""
 import json, sys, time, logging, torch
+sys.path.insert(0, sys.argv[4])
+import _recbole  # noqa: F401  (RecBole 1.2.1 under numpy 2: the shims of benchmarks/recbole/_recbole.py)
 torch.set_num_threads(1)
 from recbole.config import Config
 from recbole.data import create_dataset, data_preparation
@@ -114,7 +116,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
             proc = subprocess.run([args.recbole_python, "-c", RECBOLE_SCRIPT, str(cache_dir() / "datasets"), tmp,
-                                   str(args.repeats)], capture_output=True, text=True, env=env)
+                                   str(args.repeats), os.path.join(os.path.dirname(os.path.abspath(__file__)), "recbole")],
+                                  capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 sys.exit(f"RecBole run failed:\n{proc.stderr[-3000:]}")
             rb = json.loads(proc.stdout.strip().splitlines()[-1])
