@@ -233,11 +233,15 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
                           train=TrainConfig(epochs=1, batch_size=16, patience=1, progress=False))
     result = P.reproduce(cfg, tmp_path / "out", log=lambda m: None, data=data)
     names = {(s["variant"], s["epsilon"]) for s in result["summary"]}
-    assert names == {("DASL-single", None), ("DASL", None), ("PriCDSR-DASL", 10.0), ("PriCDSR-DASL", 1.0)}
+    assert names == {("DASL-single", None), ("DASL", None), ("Noise (control)", None), ("PriCDSR-DASL", 10.0),
+                     ("PriCDSR-DASL", 1.0)}
     assert all("ndcg@10 (sampled)" in s["test"] and "ndcg@10 (full)" in s["test"] for s in result["summary"])
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Table II analog" in md and "PriCDSR-DASL (ε=10)" in md
-    assert "paired by seed" in md and len(result["claim"]) == 4     # 2 references x 2 metrics
+    assert "paired by seed" in md and len(result["claim"]) == 6     # 3 references x 2 metrics
+    # one seed: the gate gives no verdict, and no claim gets one
+    assert "Positive-control gate" in md and not any(g["passed"] for g in result["gates"])
+    assert all(c["verdict"] in (None, "no verdict: the testbed carries no transfer") for c in result["claim"])
     assert (tmp_path / "out" / "privacy_utility.png").stat().st_size > 1000
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["certificates"]["B:10.0"]["guarantee"]["epsilon"] == 20.0
@@ -251,23 +255,23 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     assert sorted(p.name for p in (tmp_path / "out.published").iterdir() if not p.name.startswith(".")) == [
         "B-eps1.0-seed0", "B-eps10.0-seed0"]
     # every run here ended at its 1-epoch cap, so each keeps its state (a higher cap continues it)
-    assert len(list((tmp_path / "out.state").iterdir())) == 4 and all(s["capped"] == 1 for s in result["summary"])
+    assert len(list((tmp_path / "out.state").iterdir())) == 5 and all(s["capped"] == 1 for s in result["summary"])
     assert "† the epoch cap" in md
     # an interrupted full run continues: finished runs are read back, not retrained
     lines = (tmp_path / "out.progress.jsonl").read_text().splitlines()
-    assert len(lines) == 4
-    (tmp_path / "out.progress.jsonl").write_text("\n".join(lines[:3]) + "\n{cut off")
+    assert len(lines) == 5
+    (tmp_path / "out.progress.jsonl").write_text("\n".join(lines[:4]) + "\n{cut off")
     logs = []
     stamp = {p: p.stat().st_mtime_ns for p in (tmp_path / "out.published").rglob("*")}
     again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
-    assert any("resuming: 3 finished runs" in m for m in logs)
+    assert any("resuming: 4 finished runs" in m for m in logs)
     # only the run that trains again (the cut line: PriCDSR-DASL at eps 1) is re-published; finished runs'
     # releases are untouched
-    assert json.loads(lines[3])["key"] == "A<-B|PriCDSR-DASL|1.0|0"
+    assert json.loads(lines[4])["key"] == "A<-B|PriCDSR-DASL|1.0|0"
     changed = {p.relative_to(tmp_path).parts[1] for p in (tmp_path / "out.published").rglob("*")
                if stamp.get(p) != p.stat().st_mtime_ns and not p.name.startswith(".")}
     assert changed == {"B-eps1.0-seed0"}
-    assert [r["metrics"] for r in again["runs"][:3]] == [r["metrics"] for r in result["runs"][:3]]
+    assert [r["metrics"] for r in again["runs"][:4]] == [r["metrics"] for r in result["runs"][:4]]
     # a seed trained in a parallel process joins through its progress file, nothing retrained
     other = P.reproduce(replace(cfg, seeds=(1,)), tmp_path / "s1", log=lambda m: None, data=data)
     logs = []
@@ -280,16 +284,16 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
     logs = []
     part = P.reproduce(replace(cfg, seeds=(0, 1, 2)), tmp_path / "part", log=logs.append, data=data,
                        add_progress=[tmp_path / "out.progress.jsonl"], train_missing=False)
-    assert not any("] epoch" in m for m in logs) and len(part["missing"]) == 4
+    assert not any("] epoch" in m for m in logs) and len(part["missing"]) == 5
     assert all(m.endswith("|2") for m in part["missing"])
     report = (tmp_path / "part" / "results.md").read_text()
-    assert "Partial report: 8 of 12 training runs finished" in report
-    # the 4 missing runs priced at their methods' mean time over the finished ones
+    assert "Partial report: 10 of 15 training runs finished" in report
+    # the 5 missing runs priced at their methods' mean time over the finished ones
     times = {}
     for r in part["runs"]:
         times.setdefault(r["labels"]["variant"], []).append(r["fit"]["seconds"])
     want = sum(np.mean(times[k.split("|")[1]]) for k in part["missing"])
-    assert part["remaining"]["runs"] == 4 and part["remaining"]["seconds"] == pytest.approx(want)
+    assert part["remaining"]["runs"] == 5 and part["remaining"]["seconds"] == pytest.approx(want)
     assert "CPU-hours** (each at the mean wall time" in report
     with pytest.raises(PrivrecError, match="no finished runs"):
         P.reproduce(replace(cfg, seeds=(5,)), tmp_path / "none", log=lambda m: None, data=data, train_missing=False)
@@ -306,7 +310,7 @@ def test_raising_the_epoch_cap_continues_capped_runs_exactly(data, tmp_path):
     longer = replace(cfg, train=replace(train, epochs=4))
     logs = []
     continued = P.reproduce(longer, tmp_path / "out", log=logs.append, data=data)
-    assert sum("continued under the cap of 4" in m for m in logs) == 3
+    assert sum("continued under the cap of 4" in m for m in logs) == 4
     assert any("resuming from" in m for m in logs)
     fresh = P.reproduce(longer, tmp_path / "fresh", log=lambda m: None, data=data)
     assert [r["metrics"] for r in continued["runs"]] == [r["metrics"] for r in fresh["runs"]]
@@ -439,18 +443,18 @@ def test_reproduce_cli_on_your_own_file(tmp_path):
     assert res.exit_code == 0, res.output
     saved = json.loads((out / "results.json").read_text())
     assert saved["config"]["directions"] == ["A<-B", "B<-A"] and saved["config"]["dataset"].endswith("by domain")
-    assert {s["variant"] for s in saved["summary"]} == {"DASL-single", "DASL", "PriCDSR-DASL"}
+    assert {s["variant"] for s in saved["summary"]} == {"DASL-single", "DASL", "Noise (control)", "PriCDSR-DASL"}
     assert (tmp_path / "rep.published" / "B-eps10.0-seed0" / "B-eps10.0-seed0.inter").is_file()
     assert (tmp_path / "rep.published" / "B-eps10.0-seed0" / "certificate.json").is_file()
     md = (out / "results.md").read_text()
     assert md.startswith("# PriCDSR on shop.csv by domain") and "This report was written by" in md
-    # --epsilons: Table II only (ε = 10), from the runs of the quick run above (6 + ε ∈ {1, 50}): nothing retrained
+    # --epsilons: Table II only (ε = 10), from the runs of the quick run above (8 + ε ∈ {1, 50}): nothing retrained
     res = CliRunner().invoke(cli, ["reproduce", "pricdsr", "--quick", "--data", str(src), "--domain-field", "domain",
                                    "--out", str(out), "--epsilons", "10"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     saved = json.loads((out / "results.json").read_text())
     assert {s["epsilon"] for s in saved["summary"] if s["variant"] == "PriCDSR-DASL"} == {10.0}
-    assert "resuming: 6 finished runs" in res.output and "loss" not in res.output, res.output   # this grid's 6
+    assert "resuming: 8 finished runs" in res.output and "loss" not in res.output, res.output   # this grid's 8
     from privrec.cli import main
 
     assert main(["reproduce", "pricdsr", "--quick", "--out", str(tmp_path / "bad"), "--epsilons", "ten"]) == 2
@@ -471,6 +475,6 @@ def test_worker_processes_give_the_numbers_of_one_process(data, tmp_path):
     assert any("in 2 worker processes" in m for m in logs)
     assert [r["metrics"] for r in two["runs"]] == [r["metrics"] for r in one["runs"]]
     assert [r["fit"]["history"] for r in two["runs"]] == [r["fit"]["history"] for r in one["runs"]]
-    assert len((tmp_path / "two.progress.jsonl").read_text().splitlines()) == 3
+    assert len((tmp_path / "two.progress.jsonl").read_text().splitlines()) == 4
     with pytest.raises(ParameterError, match="jobs"):
         P.reproduce(cfg, tmp_path / "bad", log=lambda m: None, data=data, workers=0)

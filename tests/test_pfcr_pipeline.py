@@ -43,7 +43,8 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
     data = _platforms()
     logs: list[str] = []
     res = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)
-    assert len(res["runs"]) == 3 + 1 + 3 + 3 + 2       # baselines, PFCR-FD, 3 codecs, Table 3 strategies, Fig. 3
+    # baselines, PFCR-FD, 3 codecs, the gate's noise-partner federations (one per platform), Table 3 strategies, Fig. 3
+    assert len(res["runs"]) == 3 + 1 + 3 + 2 + 3 + 2
     f3 = res["fig3"]
     assert [p["epsilon"] for p in sorted(f3["points"]["epsilon"], key=lambda p: p["epsilon"])] == [0.5, 0.9]
     assert [p["buckets"] for p in sorted(f3["points"]["buckets"], key=lambda p: p["buckets"])] == [64, 128]
@@ -54,7 +55,8 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
     names = [s["row"] for s in res["summary"]]
     assert "PFCR full, codec paper, fedavg" in names and "PFCR-F (local + full prompt)" in names
     for r in res["runs"]:
-        assert set(r["metrics"]) >= {"A/pretrained", "B/pretrained"}
+        assert set(r["metrics"]) >= ({f"{r['labels']['target']}/pretrained"} if "partner" in r["labels"]
+                                     else {"A/pretrained", "B/pretrained"})
         assert all(0 <= m["ndcg@10"] <= m["hr@10"] <= 1 for m in r["metrics"].values())
     paper = next(r for r in res["runs"] if r["labels"]["mode"] == "paper")["extra"]["guarantees"]["A"]
     n_coords = 4 * 4 * 8
@@ -66,13 +68,16 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Certificate of one client" in md and "Table 3 analog" in md and "scaffold" in md
     assert "1 local epoch(s)" in md and "## Training length" in md and "SASRec · None · None · 0" in md
-    for r in res["runs"]:                   # Table 3's strategies report PFCR full only: no light tuning
-        if r["labels"]["strategy"] in ("fedprox", "scaffold", "popcode"):
-            assert "A/full" in r["metrics"] and "A/light" not in r["metrics"]
+    for r in res["runs"]:   # Table 3's strategies and the gate's noise partners: the federated model, no prompt
+        if r["labels"]["strategy"] in ("fedprox", "scaffold", "popcode") or "partner" in r["labels"]:
+            assert not any(k.endswith(("/full", "/light")) for k in r["metrics"])
         if r["labels"]["method"] == "PFCR" and "epsilon" not in r["labels"]:   # a run's seconds: all its parts
             assert r["fit"]["seconds"] >= sum(p["seconds"] for p in r["fit"]["parts"].values()) - 1e-6
             assert r["fit"]["parts"]["federation"]["seconds"] > 0
     assert "PFCR light, codec paper, fedprox" not in names and "PFCR light, codec paper, fedavg" in names
+    assert [g["where"] for g in res["gates"]] == ["A", "B"] and "Positive-control gate" in md
+    noise = next(r for r in res["runs"] if r["labels"].get("partner") == "noise" and r["labels"]["target"] == "A")
+    assert set(noise["metrics"]) == {"A/pretrained"}
     pop = next(r for r in res["runs"] if r["labels"]["strategy"] == "popcode")["extra"]["guarantees"]["A"]
     assert 0 < pop["parameters"]["n_coords"] < n_coords and float(pop["epsilon"]) < float(paper["epsilon"])
     again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)     # everything reused
@@ -171,12 +176,13 @@ def test_table3_runs_on_its_own_seeds_and_sets_fedavg_beside_them_on_those_seeds
     from privrec.experiments.runner import RunRecord
 
     cfg = P.PFCRConfig(seeds=(0, 1, 2), table3_seeds=(1,), epsilons=(), buckets_grid=(), baselines=("SASRec",))
-    keys = [r.key for r in P.PFCRExperiment(cfg, None, None).runs()]
+    keys = [r.key for r in P.PFCRExperiment(cfg, _platforms()[0], None).runs()]
     table3_keys = [k for k in keys if any(s in k for s in cfg.strategies)]
     assert len(table3_keys) == 3 and all(k.endswith("|1") for k in table3_keys)
-    assert sum("|fedavg|" in k for k in keys) == 3 * len(cfg.modes)
+    assert sum("|fedavg|" in k and "partner" not in k for k in keys) == 3 * len(cfg.modes)
+    assert sum("partner=noise" in k for k in keys) == 3 * 2                # the gate's, per seed and platform
     recall = {0: 0.10, 1: 0.20, 2: 0.30}
-    records = [RunRecord(P.run_key(lab, s), s, lab, {}, {f"{d}/full": {"hr@10": recall[s] + 0.01 * i, "hr@50": 0.5,
+    records = [RunRecord(P.run_key(lab, s), s, lab, {}, {f"{d}/pretrained": {"hr@10": recall[s] + 0.01 * i, "hr@50": 0.5,
                                                                      "ndcg@10": 0.1, "ndcg@50": 0.2} for d in "AB"})
                for i, lab in enumerate([{"method": "PFCR", "mode": "paper", "strategy": "fedavg"}, *P.table3_cells(cfg)])
                for s in (cfg.seeds if lab["strategy"] == "fedavg" else cfg.table3_seeds)]

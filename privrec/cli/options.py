@@ -7,6 +7,7 @@ import math
 
 import click
 
+from privrec.data.testbed import TESTBEDS
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 
@@ -44,6 +45,26 @@ def grid_options(f):
                           "the numbers are those of a one-process run.")(f)
     f = click.option("--threads", type=int, default=None, help="torch CPU threads per training (default 1).")(f)
     return f
+
+
+def testbed_options(name: str):
+    """``--testbed`` and ``--out`` of the cross-domain ``reproduce`` commands (the output folder defaults to
+    ``reports/NAME`` on the dense testbed and ``reports/NAME-TESTBED`` on another)."""
+    def wrap(f):
+        f = click.option("--testbed", type=click.Choice(list(TESTBEDS)), default="dense", show_default=True,
+                         help="Which users of each target domain are cold-start: 'dense' keeps every history "
+                              "(ML-1M's genre split as is); 'coldK' cuts 80% of the target's users to their first "
+                              "K target items (+ validation + test) and evaluates on them, the regime the papers "
+                              "evaluate (docs/testbeds.md).")(f)
+        f = click.option("--out", type=click.Path(file_okay=False), default=None,
+                         help=f"Report folder [default: reports/{name}, or reports/{name}-TESTBED].")(f)
+        return f
+    return wrap
+
+
+def default_out(name: str, out: str | None, testbed: str) -> str:
+    """The ``--out`` of :func:`testbed_options`."""
+    return out if out is not None else f"reports/{name}" + ("" if testbed == "dense" else f"-{testbed}")
 
 
 def eval_options(f):

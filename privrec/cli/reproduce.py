@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from privrec.cli.options import command_line, grid_options, parse_seeds
+from privrec.cli.options import command_line, default_out, grid_options, parse_seeds, testbed_options
 from privrec.errors import ParameterError
 
 
@@ -48,7 +48,7 @@ def _launch(reproduce_fn, cfg, name: str, quick: bool, out: str, epochs: int | N
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
                 threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
                 report_only: bool = False, sources: tuple[str, ...] = (), domain_field: str | None = None,
-                jobs: int = 1, epsilons: str | None = None) -> dict:
+                jobs: int = 1, epsilons: str | None = None, testbed: str = "dense") -> dict:
     import torch
 
     from privrec.data.fetch import fetch
@@ -78,13 +78,15 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
         cfg = replace(cfg, seeds=parse_seeds(seeds))
     if epochs:
         cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
+    if testbed != "dense":
+        cfg = replace(cfg, testbed=testbed, epsilons=P.QUICK_TESTBED_EPSILONS if quick else P.TESTBED_EPSILONS)
     if epsilons:
         try:
             values = tuple(float(e) for e in epsilons.split(","))
         except ValueError:
             raise ParameterError(f"--epsilons takes comma-separated numbers, got {epsilons!r}") from None
         cfg = replace(cfg, epsilons=values)
-    log(f"PriCDSR reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, "
+    log(f"PriCDSR reproduction ({'quick' if quick else 'full'}, testbed {cfg.testbed}): seeds {list(cfg.seeds)}, "
         f"{cfg.train.epochs} epochs max, report in {out}")
     command = command_line()
     result = P.reproduce(cfg, out, log=log, data=data, resume=resume, add_progress=add_progress,
@@ -95,15 +97,18 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
             + [pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)", "ndcg@10 (full)")]
             for s in result["summary"]]
     where = "ML-1M by genre" if data is None else cfg.dataset
-    click.echo(f"\nPriCDSR on {where}, test split ({'quick: subsample, 1 seed' if quick else 'full'}):")
+    click.echo(f"\nPriCDSR on {where}, testbed {cfg.testbed}, test split "
+               f"({'quick: subsample, 1 seed' if quick else 'full'}):")
     click.echo(text_table(["target ← aux", "model", "NDCG@10 sampled", "HR@10 sampled", "NDCG@10 full"], rows))
+    for g in result["gates"]:
+        click.echo(f"  gate {g['where']}, {g['metric']}: {g['verdict']}")
     click.echo(f"\nreport: {out}/results.md, plot: {out}/privacy_utility.png")
     return result
 
 
 @reproduce.command("pricdsr")
 @click.option("--quick", is_flag=True, help="A user subsample, L = 30, 4 epochs, one seed, ε ∈ {1, 10, 50} (under 10 min on 2 cores).")
-@click.option("--out", type=click.Path(file_okay=False), default="reports/pricdsr", show_default=True)
+@testbed_options("pricdsr")
 @click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
 @click.option("--epsilons", default=None,
@@ -118,15 +123,15 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: str | None,
             threads: int | None, jobs: int,
             resume: bool, add_progress: tuple[str, ...], report_only: bool, sources: tuple[str, ...],
-            domain_field: str | None) -> None:
+            domain_field: str | None, testbed: str) -> None:
     """PriCDSR Tables II-III analogs: DASL-single, DASL, PriCDSR-DASL on ML-1M split by genre.
 
     The full run (3 seeds, both directions, 6 epsilons) takes hours on a CPU; every finished
     training run is saved, so an interrupted run continues where it stopped."""
     if domain_field and not sources:
         raise click.UsageError("--domain-field needs --data FILE")
-    run_pricdsr(quick, out, seeds, epochs, threads, resume, add_progress, report_only, sources, domain_field, jobs,
-                epsilons)
+    run_pricdsr(quick, default_out("pricdsr", out, testbed), seeds, epochs, threads, resume, add_progress,
+                report_only, sources, domain_field, jobs, epsilons, testbed)
 
 
 @reproduce.command("rr")
@@ -171,7 +176,7 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
 
 @reproduce.command("pricdr")
 @click.option("--quick", is_flag=True, help="600 users, 3 epochs, one seed, a few sweep points (a few minutes).")
-@click.option("--out", type=click.Path(file_okay=False), default="reports/pricdr", show_default=True)
+@testbed_options("pricdr")
 @click.option("--seeds", default=None, help="Comma-separated Table 1 seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
 @click.option("--methods", default=None, help="Comma-separated Table 1 methods (default: all nine).")
@@ -182,7 +187,8 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
                                               "'--seeds 0 --figures 2' fits in about 8 CPU-hours on ML-1M.")
 @grid_options
 def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods: str | None, no_sweeps: bool,
-           sweep_epochs: int | None, figures: str | None, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
+           sweep_epochs: int | None, figures: str | None, threads: int | None, jobs: int, resume: bool,
+           add_progress: tuple[str, ...], report_only: bool, testbed: str) -> None:
     """PriCDR's Table 1 (single-domain baselines, DDTCDR, PriCDR-SYM/-J/-S, HeteroCDR on the raw source,
     a pure-noise control) in both directions of ML-1M's genre domains, and Figs. 2-5 (ε, n', SJLT
     density, source sparsity), each point with its release's true ε.
@@ -193,6 +199,11 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
 
     log = lambda msg: click.echo(msg, err=True)
     kw = _grid_setup(P, quick, seeds, methods, threads)
+    out = default_out("pricdr", out, testbed)
+    if testbed != "dense":    # the paper's rating rule, and the figures that read a release's signal
+        kw.update(testbed=testbed, min_rating=P.TESTBED_MIN_RATING)
+        if not figures and not quick:
+            kw.update(P.only_figures(P.TESTBED_FIGURES))
     if no_sweeps:
         kw["sweep_direction"] = None
     if sweep_epochs:
@@ -210,6 +221,8 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
             rows.append([m] + [pm(s["test"].get(c)) if s else "–" for c in TABLE])
         click.echo(f"\nPriCDR, target {target} <- source {source}, test ({'quick: 600 users, 1 seed' if quick else 'full'}):")
         click.echo(text_table(["method", *TABLE], rows))
+    for g in result["gates"]:
+        click.echo(f"  gate {g['where']}: {g['verdict']}")
     for c in result["claims"]:
         if c["verdict"] != "(control)":
             click.echo(f"  {c['direction']}: {c['ours']} {c['relation']} {c['theirs']}: {c['verdict']}")
@@ -263,7 +276,7 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 
 @reproduce.command("pfcr")
 @click.option("--quick", is_flag=True, help="400 users per domain, small encoder, 3 rounds, one seed (minutes).")
-@click.option("--out", type=click.Path(file_okay=False), default="reports/pfcr", show_default=True)
+@testbed_options("pfcr")
 @click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs of single-domain training and prompt tuning.")
 @click.option("--rounds", type=int, default=None, help="Federated rounds (default 10, the paper's).")
@@ -297,7 +310,8 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
          epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, strategies: str | None,
          no_fedprox: bool, baselines: str | None, patience: int | None, batch_size: int | None, no_federation: bool,
          no_local: bool,
-         no_sweeps: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
+         no_sweeps: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool,
+         testbed: str) -> None:
     """PFCR's Tables 1-3 on two disjoint ML-1M platforms (action / drama; users and items disjoint):
     GRU4Rec, SASRec, BERT4Rec (cloze), the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
     and full prompting) with uploads in the clear, the paper's codec and the calibrated codec; FedAvg, and
@@ -311,6 +325,9 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
     log = lambda msg: click.echo(msg, err=True)
     kw = _grid_setup(P, quick, seeds, None, threads)
     kw["runtime"] = runtime
+    out = default_out("pfcr", out, testbed)
+    if testbed != "dense":
+        kw.update({"testbed": testbed, **({} if quick else P.TESTBED)})
     if codecs:
         kw["modes"] = tuple(m.strip() for m in codecs.split(","))
     if strategies is not None:
@@ -339,6 +356,8 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
             for s in result["summary"]]
     click.echo(f"\nPFCR Tables 1-3 analog, test Recall@10 percent ({'quick' if quick else 'full'}):")
     click.echo(text_table(["method", *[f"{d} R@10" for d in doms], "true ε per client"], rows))
+    for g in result["gates"]:
+        click.echo(f"  gate {g['where']}: {g['verdict']}")
     for c in result["claims"]:
         click.echo(f"  PFCR full ({c['mode']}) vs {c['baseline']} on {c['domain']}: {c['diff_mean']:+.2f} points, "
                    f"{c['wins']}/{len(c['seeds'])} seeds: {c['verdict']}")

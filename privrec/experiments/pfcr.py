@@ -85,6 +85,7 @@ class PFCRConfig:
     # The report's Table 3 sets FedAvg beside them on the same seeds.
     table3_seeds: tuple[int, ...] = (0,)
     max_users: int | None = None         # quick runs: the first users of each domain
+    testbed: str = "dense"               # privrec.data.testbed, applied to every platform (users are disjoint)
 
     def __post_init__(self) -> None:
         for e in (self.epsilon, *self.epsilons):
@@ -125,16 +126,30 @@ class PFCRConfig:
                 "n_centroids": self.n_centroids}
 
 
+# On a cold testbed: Table 2's rows (PFCR-VFD = SASRec, PFCR-FD / -F, the federation under each codec, PFCR-D) and
+# Table 3 at the federated model's stage; GRU4Rec / BERT4Rec (Table 1 only) and Fig. 3 stay on the dense testbed
+TESTBED = dict(baselines=("SASRec",), epsilons=(), buckets_grid=())
+
 QUICK = dict(max_users=400, hidden=32, heads=2, layers=1, n_codebooks=8, n_centroids=16, context_words=32, rounds=3,
              seeds=(0,), epsilons=(), buckets_grid=(), train=TrainConfig(epochs=4, batch_size=256, lr=1e-3, patience=2, select_metric="hr@10",
                                            progress=False))
 
 
 def prompt_variants(lab: dict) -> tuple[str, ...]:
-    """The prompt tunings a federated cell runs: light and full for FedAvg (Tables 1-2); full only for
-    Table 3's other strategies, which report PFCR full alone (light would cost ~20 min a cell for a
-    number no table shows)."""
-    return ("light", "full") if lab.get("strategy") == "fedavg" else ("full",)
+    """The prompt tunings a federated cell runs: light and full for FedAvg (Tables 1-2); none for Table 3's
+    other strategies, which the paper compares at the federated model's stage (its FedAvg row is its Table 2
+    PFCR-D row, no prompt), nor for the gate's noise-partner federations and Fig. 3's points."""
+    if lab.get("strategy") != "fedavg" or "partner" in lab or "epsilon" in lab:
+        return ()
+    return ("light", "full")
+
+
+def noise_cells(cfg: PFCRConfig, names: Sequence[str]) -> list[dict]:
+    """The gate's information control, one per platform: the federation with uploads in the clear where every
+    *other* platform's items are pure noise (:func:`privrec.data.testbed.noise_partners`), read on ``target``."""
+    if "none" not in cfg.modes:
+        return []
+    return [{"method": "PFCR", "mode": "none", "strategy": "fedavg", "partner": "noise", "target": d} for d in names]
 
 
 def cells(cfg: PFCRConfig) -> list[dict]:
@@ -177,6 +192,8 @@ def run_key(lab: dict, seed: int) -> str:
         key += f"|eps={lab['epsilon']}|b={lab['buckets']}"
     if "popular_share" in lab:
         key += f"|share={lab['popular_share']}"
+    if "partner" in lab:
+        key += f"|partner={lab['partner']}:{lab['target']}"
     return f"{key}|{seed}"
 
 
@@ -187,12 +204,17 @@ class PFCRExperiment:
     embeddings: np.ndarray               # MiniLM rows of domain 0's items, then domain 1's, ...
 
     def runs(self) -> list[RunSpec]:
-        out = [RunSpec(run_key(lab, s), s, lab) for s in self.cfg.seeds for lab in cells(self.cfg)]
+        out = [RunSpec(run_key(lab, s), s, lab) for s in self.cfg.seeds
+               for lab in cells(self.cfg) + noise_cells(self.cfg, self.data.names)]
         out += [RunSpec(run_key(lab, s), s, lab) for s in self.cfg.table3_seeds for lab in table3_cells(self.cfg)]
         return out + [RunSpec(run_key(lab, s), s, lab) for s in self.cfg.sweep_seeds for lab in sweep_cells(self.cfg)]
 
     def fingerprint(self) -> str:
+        from privrec.data.testbed import identity
+
         summary = {d["domain"]: d for d in self.data.statistics()}
+        if self.cfg.testbed != "dense":
+            summary["testbed"] = identity(self.cfg.testbed)
         return runner.grid_fingerprint(self.cfg, ("seeds", "modes", "strategies", "baselines", "local", "runtime",
                                                   "epsilons", "buckets_grid", "sweep_seeds", "table3_seeds",
                                                   "popular_share"),
@@ -237,17 +259,20 @@ class PFCRExperiment:
                         self.cfg, d, codes, weights, strategy, seed,
                         T.side_state(state, f"{d.name}-{pre}-{strategy}"), say)
         else:
+            from privrec.data.testbed import noise_partners
+
             epsilon, buckets = codec_of(lab, self.cfg)
-            res = T.federate(self.cfg, self.data, self.codes(seed), lab["mode"], lab["strategy"], seed,
+            data = noise_partners(self.data, lab["target"], seed) if "partner" in lab else self.data
+            res = T.federate(self.cfg, data, self.codes(seed), lab["mode"], lab["strategy"], seed,
                              T.side_state(state, "federation"), say, epsilon=epsilon, buckets=buckets,
                              popular_share=lab.get("popular_share"))
             fits["federation"] = res["federation"]
             extra["guarantees"] = res["guarantees"]
             for d, codes, weights in zip(self.data.domains, res["codes"], res["weights"]):
-                metrics[f"{d.name}/pretrained"] = res["test"][d.name]
-                if "epsilon" in lab:             # Fig. 3 points: the federated model itself (PFCR-D)
+                if lab.get("target", d.name) != d.name:      # a noise partner: nothing to read there
                     continue
-                for strategy in prompt_variants(lab):
+                metrics[f"{d.name}/pretrained"] = res["test"][d.name]
+                for strategy in prompt_variants(lab):     # none for Fig. 3, Table 3 and the gate: PFCR-D
                     fits[f"{d.name}/{strategy}"], metrics[f"{d.name}/{strategy}"] = T.prompt_tune(
                         self.cfg, d, codes, weights, strategy, seed, T.side_state(state, f"{d.name}-{strategy}"), say)
         # one run = several trainings (per domain, prompt strategies, a federation), reused as a whole: it
@@ -273,6 +298,7 @@ def load_data(cfg: PFCRConfig):
     from privrec.data.crossdomain import ML1M_GENRE_DOMAINS
     from privrec.data.multidomain import MultiDomainData, ml1m_multidomain
     from privrec.data.tables import load_dataset
+    from privrec.data.testbed import apply_platforms
     from privrec.data.text import item_texts
     from privrec.privacy.embeddings import embed_texts
 
@@ -288,6 +314,7 @@ def load_data(cfg: PFCRConfig):
             seqs = d.sequences.take_rows(rows)
             doms.append(Domain(d.name, d.users, d.items, seqs, leave_one_out(seqs), d.item_features))
         data = MultiDomainData(tuple(doms), {**data.params, "max_users": cfg.max_users})
+    data = apply_platforms(data, data.names, cfg.testbed)
     texts = [t for d in data.domains for t in item_texts(d, genres=True, year=True)]
     return data, embed_texts(texts)
 

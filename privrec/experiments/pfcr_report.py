@@ -9,11 +9,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from privrec.experiments import gate as G
 from privrec.experiments.caps import may_still_improve
 from privrec.experiments.pfcr import cells, codec_of, prompt_variants, run_key, sweep_cells, table3_cells
 from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import aggregate, markdown_table, partial_note, pm, save_report, trailer
 from privrec.experiments.runner import Outcome, RunRecord
+from privrec.experiments.stats import paired
 
 COLS = {"R@10": "hr@10", "R@50": "hr@50", "N@10": "ndcg@10", "N@50": "ndcg@50"}
 CLAIM = "R@10"
@@ -57,18 +59,44 @@ def summarise(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
 
 
 def table3(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
-    """Table 3 analog: PFCR full (paper codec) under FedAvg and each other strategy, every one on the seeds of
+    """Table 3 analog at the paper's stage: the federated model without prompts (PFCR-D; the paper's FedAvg row
+    is its Table 2 PFCR-D row), paper codec, under FedAvg and each other strategy, every one on the seeds of
     ``table3_seeds`` only (FedAvg's other seeds, which Table 1 averages, are left out: like for like)."""
     labs = [{"method": "PFCR", "mode": "paper", "strategy": "fedavg"}, *table3_cells(cfg)]
-    return [_row(lab, rs, "full", domains) for lab in labs
+    return [_row(lab, rs, "pretrained", domains) for lab in labs
             if (rs := [r for r in _runs(runs, lab) if r.seed in cfg.table3_seeds])]
 
 
+CLEAR = {"method": "PFCR", "mode": "none", "strategy": "fedavg"}
+LOCAL = {"method": "PFCR-FD", "mode": None, "strategy": None}
+
+
+def _values(runs: list[RunRecord], lab: dict, domain: str, variant: str = "pretrained") -> dict[int, float]:
+    key = f"{domain}/{variant}"
+    return {r.seed: 100 * r.metrics[key][COLS[CLAIM]] for r in _runs(runs, lab) if key in r.metrics}
+
+
+def gates(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
+    """The positive-control gate per platform, at the federated model's stage: PFCR-D with uploads in the clear
+    against PFCR-FD (the same code encoder, no federation) and against the same federation whose partner
+    platforms are pure noise."""
+    out = []
+    for d in domains:
+        noise = {**CLEAR, "partner": "noise", "target": d}
+        values = {"PFCR-D (clear)": _values(runs, CLEAR, d), "PFCR-FD": _values(runs, LOCAL, d),
+                  "PFCR-D (noise partner)": _values(runs, noise, d)}
+        out.append(G.gate(d, f"{CLAIM} (PFCR-D stage)", values, "PFCR-D (clear)", "PFCR-FD",
+                          "PFCR-D (noise partner)").to_dict())
+    return out
+
+
 def claim(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
-    """Does PFCR (full) beat the best single-domain baseline in each domain? Paired by seed, per codec mode."""
+    """Does PFCR (full) beat the best single-domain baseline in each domain? Paired by seed, per codec mode, a
+    verdict only where the platform's gate passed."""
     singles = [({"method": m, "mode": None, "strategy": None}, "pretrained") for m in cfg.baselines]
     if cfg.local:
         singles.append(({"method": "PFCR-FD", "mode": None, "strategy": None}, "pretrained"))
+    gate = gates(cfg, runs, domains)
     out = []
     for lab in cells(cfg):
         if lab["method"] != "PFCR" or lab["strategy"] != "fedavg":
@@ -84,10 +112,10 @@ def claim(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
             if not seeds:
                 continue
             diffs = [100 * ours[s].metrics[f"{d}/full"][COLS[CLAIM]] - best[s] for s in seeds]
+            p = paired({s: 100 * ours[s].metrics[f"{d}/full"][COLS[CLAIM]] for s in seeds}, best).to_dict()
             out.append({"mode": lab["mode"], "domain": d, "baseline": best_name, "seeds": seeds,
                         "diff_mean": sum(diffs) / len(diffs), "wins": sum(x > 0 for x in diffs),
-                        "verdict": ("holds" if all(x > 0 for x in diffs) else
-                                    "fails" if all(x <= 0 for x in diffs) else "mixed")})
+                        "p_value": p["p_value"], "verdict": G.claim_verdict(p, gate, d)})
     return out
 
 
@@ -123,11 +151,15 @@ def fig3(cfg, runs: list[RunRecord], domains: list[str]) -> dict:
 
 
 def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, env: dict) -> dict:
+    from privrec.data.testbed import get, platform_statistics
+
     runs = outcome.records
     domains = [d.name for d in exp.data.domains]
     certs = next((r.extra["guarantees"] for r in runs if r.labels["mode"] == "paper" and "guarantees" in r.extra),
                  None)
     return {"kind": "pfcr", "config": cfg.to_dict(), "statistics": exp.data.statistics(), "domains": domains,
+            "testbed": get(cfg.testbed).to_dict(), "gates": gates(cfg, runs, domains),
+            "testbed_statistics": {d: platform_statistics(exp.data, d) for d in domains},
             "runs": [r.to_dict() for r in runs], "summary": summarise(cfg, runs, domains),
             "claims": claim(cfg, runs, domains), "table3": table3(cfg, runs, domains), "fig3": fig3(cfg, runs, domains), "certificate_example": certs, "missing": outcome.missing,
             "remaining": outcome.remaining, "environment_note": environment_note(outcome),
@@ -166,11 +198,15 @@ def _eps(e) -> str:
 
 def markdown(res: dict) -> str:
     domains = res["domains"]
-    lines = ["# PFCR on two disjoint MovieLens platforms (Tables 1–3 analogs)", ""]
-    lines += ["Domains (users and items disjoint):", "",
-              markdown_table(["domain", "users", "items", "interactions", "avg length", "density"],
-                             [[s["domain"], f"{s['users']:,}", f"{s['items']:,}", f"{s['interactions']:,}",
-                               f"{s['avg_seq_len']:.1f}", f"{s['density']:.4f}"] for s in res["statistics"]]), ""]
+    lines = ["# PFCR on two disjoint MovieLens platforms (Tables 1–3 analogs), testbed "
+             f"{res.get('config', {}).get('testbed', 'dense')}", ""]
+    if res.get("testbed"):
+        lines += G.testbed_markdown(res["testbed"], {d: s[:1] for d, s in res["testbed_statistics"].items()}, "pfcr")
+    else:                 # reports written before testbeds
+        lines += ["Domains (users and items disjoint):", "",
+                  markdown_table(["domain", "users", "items", "interactions", "avg length", "density"],
+                                 [[s["domain"], f"{s['users']:,}", f"{s['items']:,}", f"{s['interactions']:,}",
+                                   f"{s['avg_seq_len']:.1f}", f"{s['density']:.4f}"] for s in res["statistics"]]), ""]
     c = res["config"]
     lines += [f"Setting: encoder hidden {c['hidden']}, {c['heads']} heads, {c['layers']} layers; {c['n_codebooks']} × "
               f"{c['n_centroids']} PQ codes; {c['rounds']} federated rounds of {c['local_epochs']} local epoch(s) per "
@@ -185,7 +221,8 @@ def markdown(res: dict) -> str:
               "federation, no prompt; PFCR-F = codes + prompt, no federation.", ""]
     t3 = res.get("table3") or []
     if len(t3) > 1:
-        lines += [f"## Table 3 analog: federated strategies (PFCR full, paper codec; seeds "
+        lines += [f"## Table 3 analog: federated strategies (PFCR-D: the federated model, no prompt, as the paper's "
+                  f"Table 3, whose FedAvg row is its Table 2 PFCR-D row; paper codec; seeds "
                   f"{', '.join(str(x) for x in res['config']['table3_seeds'])}, FedAvg's included)", "",
                   markdown_table(["strategy"] + [f"{d} {c}" for d in domains for c in ("R@10", "N@10")]
                                  + ["seeds", "true ε per client"],
@@ -196,12 +233,17 @@ def markdown(res: dict) -> str:
                   "SCAFFOLD's control variates are computed from the decoded (privatised) uploads on both sides, so "
                   "it uploads what FedAvg uploads; PopCode federates only the most-used share of code rows (the "
                   "others never leave a client), so its certificate composes fewer coordinates.", ""]
+    lines += G.markdown(res.get("gates") or [])
     if res["claims"]:
         lines += ["## Claim: PFCR (full) beats the best single-domain baseline in both domains (R@10, paired seeds)",
-                  "", markdown_table(["codec", "domain", "best single-domain", "seeds", "Δ R@10 (points)", "wins",
-                                      "verdict"],
-                                     [[c["mode"], c["domain"], c["baseline"], len(c["seeds"]), f"{c['diff_mean']:+.2f}",
-                                       f"{c['wins']}/{len(c['seeds'])}", c["verdict"]] for c in res["claims"]]), ""]
+                  "", "Verdict: the paired mean ahead at p < 0.05 (two-sided paired t), only where the platform's gate "
+                  "passed.", "",
+                  markdown_table(["codec", "domain", "best single-domain", "seeds", "Δ R@10 (points)", "wins", "p",
+                                  "verdict"],
+                                 [[c["mode"], c["domain"], c["baseline"], len(c["seeds"]), f"{c['diff_mean']:+.2f}",
+                                   f"{c['wins']}/{len(c['seeds'])}",
+                                   "–" if c.get("p_value") is None else f"{c['p_value']:.2g}", c["verdict"]]
+                                  for c in res["claims"]]), ""]
     f3 = res.get("fig3") or {}
     if f3.get("per_coordinate") and (f3.get("rounds") or any(f3.get("points", {}).values())):
         lines += ["## Fig. 3 analog (paper codec, FedAvg; plot: fig3.png)", "",

@@ -26,18 +26,22 @@ import numpy as np
 
 from privrec.data.crossdomain import CrossDomainData, ml1m_cross_domain, subsample_users
 from privrec.data.tables import load
+from privrec.data.testbed import identity
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig, evaluate
 from privrec.experiments import runner
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.models.dasl import DASL
 from privrec.privacy.validate import check_epsilon
-from privrec.release.crossdomain import domain_rows, publish_domain_rows, read_domain_rows
+from privrec.release.crossdomain import domain_rows, noise_rows, publish_domain_rows, read_domain_rows
 from privrec.training.tasks import CrossDomainTask
 from privrec.training.trainer import TrainConfig, Trainer
 from privrec.utils.repro import config_hash, environment, seed_torch
 
-VARIANTS = ("DASL-single", "DASL", "PriCDSR-DASL")
+# "Noise (control)": DASL on auxiliary rows of pure noise of the release's shape (the information control of
+# the positive-control gate, :mod:`privrec.experiments.gate`)
+VARIANTS = ("DASL-single", "DASL", "Noise (control)", "PriCDSR-DASL")
+NOISE = "Noise (control)"
 SAMPLED = EvalConfig(mode="sampled", n_negatives=100, sampler="popularity", ks=(5, 10), metrics=("hr", "ndcg"))
 FULL = EvalConfig(mode="full", ks=(10,), metrics=("hr", "ndcg"))
 
@@ -67,10 +71,17 @@ class PriCDSRConfig:
     directions: tuple[str, ...] = ("action<-drama", "drama<-action")
     table3_directions: tuple[str, ...] = ("action<-drama",)
     max_users: int | None = None      # quick runs: a seeded subsample of shared users
+    testbed: str = "dense"            # privrec.data.testbed: which users of each target domain are cold-start
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+
+# The sweep on a cold testbed: the informative budgets only (at epsilon >= 20 the mechanism keeps >= 99.999% of the
+# cells and PriCDSR-DASL equals DASL: docs/pricdsr.md), plus 6, where the share of auxiliary cells kept (15.5% of
+# drama's, 2,194 items) falls inside the paper's Amazon runs at its epsilon = 10 (8.5-27%)
+TESTBED_EPSILONS = (1.0, 2.0, 5.0, 6.0, 10.0)
+QUICK_TESTBED_EPSILONS = (1.0, 6.0, 10.0)
 
 QUICK = dict(seeds=(0,), max_users=1200, max_len=30, epsilons=(1.0, 10.0, 50.0),
              train=TrainConfig(epochs=4, batch_size=64, lr=5e-3, patience=2, select_metric="ndcg@10", grad_clip=None,
@@ -119,14 +130,24 @@ class PriCDSRExperiment:
     """Table II (three models, every direction) and Table III (ε sweep) as a runner experiment."""
 
     cfg: PriCDSRConfig
-    data: CrossDomainData
+    data: CrossDomainData              # both domains whole; each direction's testbed is cut from it
     published: Path                    # OUT.published/: one release folder per (aux, ε, seed)
+
+    def data_for(self, target: str) -> CrossDomainData:
+        """The data a run with this target trains and is evaluated on: the testbed cut of ``target``
+        (the auxiliary domain, and so every release, is the whole domain whatever the testbed)."""
+        from privrec.data.testbed import apply_shared
+
+        cache = self.__dict__.setdefault("_by_target", {})
+        if target not in cache:
+            cache[target] = apply_shared(self.data, target, self.cfg.testbed)
+        return cache[target]
 
     def grid(self) -> list[tuple[str, str, str, float | None]]:
         jobs: list[tuple[str, str, str, float | None]] = []
         for direction in self.cfg.directions:
             target, aux = parse_direction(direction, self.data)
-            jobs += [(target, aux, "DASL-single", None), (target, aux, "DASL", None),
+            jobs += [(target, aux, "DASL-single", None), (target, aux, "DASL", None), (target, aux, NOISE, None),
                      (target, aux, "PriCDSR-DASL", self.cfg.epsilon)]
         for direction in self.cfg.table3_directions:
             target, aux = parse_direction(direction, self.data)
@@ -146,6 +167,7 @@ class PriCDSRExperiment:
         d["train"].pop("progress", None)
         d["train"].pop("epochs")      # the cap: whether a finished run still counts is decided by the runner
         d["data"] = [self.data.statistics(), self.data.params]
+        d["testbed"] = identity(self.cfg.testbed)
         return config_hash(d)
 
     def cap(self) -> tuple[int, int, int]:
@@ -165,11 +187,14 @@ class PriCDSRExperiment:
 
     def train(self, spec: RunSpec, state: Path, log: Callable[[str], None]) -> RunRecord:
         lab = spec.labels
-        if lab["epsilon"] is None:
+        if lab["variant"] == NOISE:
+            rows = noise_rows(self.data, lab["aux"], self.cfg.max_len, spec.seed)
+        elif lab["epsilon"] is None:
             rows = domain_rows(self.data, lab["aux"], self.cfg.max_len)
         else:     # train on what the release says: the model sees exactly the published data
             rows = read_domain_rows(self._release(lab, spec.seed), self.data, lab["aux"], self.cfg.max_len)
-        out = train_one(self.data, lab["target"], rows, lab["variant"], spec.seed, self.cfg, log, state)
+        out = train_one(self.data_for(lab["target"]), lab["target"], rows, lab["variant"], spec.seed, self.cfg, log,
+                        state)
         return RunRecord(spec.key, spec.seed, dict(lab), out["fit"], out["metrics"])
 
 
@@ -197,9 +222,11 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     resume, ``add_progress``, ``workers``; ``train_missing=False`` writes the report from the
     finished runs and lists the missing ones; ``keep_capped_states=False`` drops the state of
     runs the epoch cap ended, for quick runs nobody will continue)."""
+    from privrec.data.testbed import get
     from privrec.experiments import pricdsr_report as R
 
     t0 = time.perf_counter()
+    get(cfg.testbed)
     for e in (cfg.epsilon, *cfg.epsilons):
         check_epsilon(e)
     if not cfg.seeds or len(set(cfg.seeds)) != len(cfg.seeds):

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from privrec.data.sequences import Sequences
+from privrec.data.splits import Split
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.training.federated import CodecConfig
@@ -90,13 +91,14 @@ class Bundle:
     def state(self) -> Path:
         return self.path / "state"
 
-    def domain(self, k: int) -> tuple[Sequences, np.ndarray]:
-        """Domain ``k``'s sequences (row = user code) and item codes ((n_items + 1, n_codebooks), row 0 padding)."""
+    def domain(self, k: int) -> tuple[Split, np.ndarray]:
+        """Domain ``k``'s split (rows = user codes) and item codes ((n_items + 1, n_codebooks), row 0 padding)."""
         if not 0 <= k < self.n_domains:
             raise ParameterError(f"partition-id {k} is not a domain of {self.path} (it has {self.n_domains}); "
                                  f"start SuperNodes with partition-id 0..{self.n_domains - 1}")
         with np.load(self.path / f"domain{k}.npz") as z:
-            return Sequences(z["indptr"], z["items"]), z["codes"]
+            parts = [Sequences(z[f"{p}_indptr"], z[f"{p}_items"]) for p in ("train", "valid", "test")]
+            return Split(*parts, str(z["kind"]), {}), z["codes"]
 
     @cached_property
     def popular(self) -> np.ndarray | None:
@@ -121,17 +123,22 @@ class Bundle:
         return self.state / f"global-round{round_}.npy"
 
 
-def write_bundle(path: str | Path, domains: list[tuple[str, Sequences, np.ndarray]], cfg: FederationConfig) -> Bundle:
-    """Write a bundle for ``domains`` = [(name, sequences, item codes)], the initial table seeded by ``cfg.seed``.
-    Any earlier ``state/`` is removed (a new federation starts from round 0)."""
+def write_bundle(path: str | Path, domains: list[tuple[str, Sequences | Split, np.ndarray]],
+                 cfg: FederationConfig) -> Bundle:
+    """Write a bundle for ``domains`` = [(name, split or sequences, item codes)] (sequences are split
+    leave-one-out), the initial table seeded by ``cfg.seed``. Any earlier ``state/`` is removed (a new
+    federation starts from round 0)."""
     import shutil
+
+    from privrec.data.splits import leave_one_out
 
     path = Path(path)
     if len(domains) < 2:
         raise ParameterError(f"a federation needs at least two domains (clients), got {len(domains)}")
     m = cfg.model
-    for name, seqs, codes in domains:
-        if seqs.lengths[1:].sum() == 0:
+    domains = [(name, part if isinstance(part, Split) else leave_one_out(part), codes) for name, part, codes in domains]
+    for name, split, codes in domains:
+        if split.train.lengths[1:].sum() == 0:
             raise ParameterError(f"domain {name!r} has no interactions: a client with no data cannot train")
         if codes.shape[1] != m["n_codebooks"] or codes[1:].max() >= m["n_centroids"]:
             raise ParameterError(f"domain {name!r}: codes of shape {codes.shape} do not fit {m['n_codebooks']} "
@@ -139,9 +146,10 @@ def write_bundle(path: str | Path, domains: list[tuple[str, Sequences, np.ndarra
     path.mkdir(parents=True, exist_ok=True)
     if (path / "state").exists():
         shutil.rmtree(path / "state")
-    for k, (_, seqs, codes) in enumerate(domains):
+    for k, (_, split, codes) in enumerate(domains):
+        parts = {f"{p}_{a}": getattr(getattr(split, p), a) for p in ("train", "valid", "test") for a in ("indptr", "items")}
         with atomic_path(path / f"domain{k}.npz") as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, indptr=seqs.indptr, items=seqs.items, codes=codes)
+            np.savez(fh, codes=codes, kind=np.array(split.kind), **parts)
     rng = np.random.default_rng([cfg.seed, 11])
     init_std = float(m.get("init_std", 0.02))
     table = rng.normal(0.0, init_std, size=(m["n_codebooks"] * m["n_centroids"], m["hidden"])).astype(np.float32)

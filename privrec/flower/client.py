@@ -30,12 +30,11 @@ __all__ = ["Proximal", "client", "client_table", "evaluate_round", "pack", "trai
 @lru_cache(maxsize=8)
 def _task(path: str, k: int, version: int):
     """Domain ``k``'s task and codes, cached per process; ``version`` (the file's mtime) drops a rewritten bundle's."""
-    from privrec.data.splits import leave_one_out
     from privrec.training.tasks import SequenceTask
 
     b = _bundle(path)
-    seqs, codes = b.domain(k)
-    return SequenceTask(leave_one_out(seqs), n_items=b.n_items[k], max_len=b.config.max_len), codes
+    split, codes = b.domain(k)
+    return SequenceTask(split, n_items=b.n_items[k], max_len=b.config.max_len), codes
 
 
 def _bundle(path: str) -> Bundle:

@@ -193,8 +193,8 @@ class DASL(Recommender):
     def domain_loss(self, k: int, batch: dict[str, torch.Tensor], streams: dict | None = None) -> torch.Tensor:
         sel = batch[f"sel{k}"]
         pick = sel.nonzero()                                                   # (N, 2) row, position
-        if len(pick) == 0:
-            return batch["user"].new_zeros((), dtype=torch.float32)
+        if len(pick) == 0:    # no target of this domain in the batch (e.g. cold-start users only): zero, with a graph
+            return self.item_bias[k].weight.sum() * 0.0
         p = self.drop(self.preference(k, batch, pick, streams))
         users = batch["user"][pick[:, 0]]
         items = torch.stack([batch[f"seq{k}"][pick[:, 0], pick[:, 1]], batch[f"neg{k}"][pick[:, 0], pick[:, 1]]], 1)

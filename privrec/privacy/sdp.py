@@ -44,6 +44,7 @@ import math
 import numba
 import numpy as np
 
+from privrec.errors import ParameterError
 from privrec.privacy.accounting import pure_dp_event
 from privrec.privacy.guarantee import Claim, Guarantee
 from privrec.privacy.validate import check_epsilon, check_id_matrix, check_positive_int
@@ -126,6 +127,19 @@ def perturb(sequences: np.ndarray, n_items: int, epsilon: float, rng: np.random.
             pool = np.concatenate([pool, rng.integers(0, n_items + 1, size=len(pool), dtype=np.int64)])
             block[...] = original
     return out
+
+
+def kept_share(epsilon: float, n_items: int) -> float:
+    """Lower bound on the probability that M leaves a cell unchanged: e^eps / (e^eps + m) (Eq. 1 with no other
+    id of the row excluded; each id the row already holds raises it). Computed in log space, no overflow."""
+    return float(1.0 / (1.0 + np.exp(np.log(check_positive_int(n_items, "n_items")) - check_epsilon(epsilon))))
+
+
+def epsilon_for_kept(share: float, n_items: int) -> float:
+    """The eps at which :func:`kept_share` equals ``share`` on ``n_items`` items: ln(share m / (1 - share))."""
+    if not 0 < share < 1:
+        raise ParameterError(f"share must lie in (0, 1), got {share}")
+    return float(np.log(share * check_positive_int(n_items, "n_items") / (1 - share)))
 
 
 def guarantee(epsilon: float, n_items: int, max_len: int) -> Guarantee:

@@ -31,6 +31,15 @@ def domain_rows(data: CrossDomainData, domain: str, max_len: int) -> np.ndarray:
     return data.publishable_rows(domain).to_padded(max_len).astype(np.int64)
 
 
+def noise_rows(data: CrossDomainData, domain: str, max_len: int, seed: int) -> np.ndarray:
+    """The information control of a sequence release: :func:`domain_rows`' shape and padding, every
+    item replaced by one drawn uniformly from the domain's items (``default_rng([seed, 7])``), so a
+    model trained on it gets the release's capacity and training steps and none of its content."""
+    rows = domain_rows(data, domain, max_len)
+    draw = np.random.default_rng([seed, 7]).integers(1, data.domain(domain).n_items + 1, rows.shape)
+    return np.where(rows > 0, draw, 0)
+
+
 def perturb_domain_rows(data: CrossDomainData, domain: str, mechanism: str, epsilon: float, max_len: int,
                         seed: int) -> tuple[np.ndarray, Guarantee]:
     """:func:`domain_rows` through ``mechanism`` with ``default_rng(seed)`` (row 0 stays padding)."""
@@ -67,6 +76,25 @@ def read_domain_rows(folder: str | Path, data: CrossDomainData, domain: str, max
                             data.domain(domain).items, max_len)
 
 
+def project_domain_matrix(data: CrossDomainData, domain: str, mechanism: str, epsilon: float, seed: int, *,
+                          n_prime: int = 500, q: float = 0.1, calibration: str = "paper", delta: float | None = None,
+                          allow_invalid: bool = False, allow_large_delta: bool = False, keep: float = 1.0):
+    """What :func:`publish_domain_matrix` publishes, without writing it: (the rating matrix projected, after
+    the ``keep`` thinning; the (users, n') release; its guarantee), all drawn from ``seed``."""
+    ratings = data.matrix(domain)
+    if not 0 < keep <= 1:
+        raise ParameterError(f"keep (the source's sampled fraction sd) must be in (0, 1], got {keep}")
+    if keep < 1:
+        thin = np.random.default_rng([seed, 1]).random(ratings.nnz) < keep
+        ratings = ratings.copy()
+        ratings.data = ratings.data * thin
+        ratings.eliminate_zeros()
+    out, g = project_ratings(ratings, mechanism, epsilon, np.random.default_rng(seed), delta=delta,
+                             n_prime=n_prime, q=q, calibration=calibration, max_change=1.0,
+                             allow_invalid=allow_invalid, allow_large_delta=allow_large_delta)
+    return ratings, out, g
+
+
 def publish_domain_matrix(folder: str | Path, data: CrossDomainData, domain: str, mechanism: str, epsilon: float,
                           seed: int | None, *, n_prime: int = 500, q: float = 0.1, calibration: str = "paper",
                           delta: float | None = None, record_seed: bool = False, source: str = "",
@@ -78,17 +106,9 @@ def publish_domain_matrix(folder: str | Path, data: CrossDomainData, domain: str
     sd; the draw uses the release seed's own stream)."""
     folder = Path(folder)
     info = resolve_seed(seed)
-    ratings = data.matrix(domain)
-    if not 0 < keep <= 1:
-        raise ParameterError(f"keep (the source's sampled fraction sd) must be in (0, 1], got {keep}")
-    if keep < 1:
-        thin = np.random.default_rng([info.seed, 1]).random(ratings.nnz) < keep
-        ratings = ratings.copy()
-        ratings.data = ratings.data * thin
-        ratings.eliminate_zeros()
-    out, g = project_ratings(ratings, mechanism, epsilon, np.random.default_rng(info.seed), delta=delta,
-                             n_prime=n_prime, q=q, calibration=calibration, max_change=1.0,
-                             allow_invalid=allow_invalid, allow_large_delta=allow_large_delta)
+    ratings, out, g = project_domain_matrix(data, domain, mechanism, epsilon, info.seed, n_prime=n_prime, q=q,
+                                            calibration=calibration, delta=delta, allow_invalid=allow_invalid,
+                                            allow_large_delta=allow_large_delta, keep=keep)
     cert = certificate(g, info, kind="rating-matrix", record_seed=record_seed,
                        input_desc={"source": source, "mechanism": mechanism, "domain": domain, "users": data.n_users,
                                    "items": data.domain(domain).n_items, "interactions": int(ratings.nnz), "kept_fraction": keep,

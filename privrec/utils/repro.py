@@ -57,7 +57,7 @@ def seed_torch(seed: int) -> None:
 # Settings added after results were recorded, with the default that reproduces the behaviour before them:
 # at that default they are left out of every hashed configuration (:func:`without_later_defaults`), so a
 # record or state made before the setting existed keeps its fingerprint and stays reusable.
-LATER_DEFAULTS: dict[str, object] = {"warmup_steps": 0, "precision": "fp32"}
+LATER_DEFAULTS: dict[str, object] = {"warmup_steps": 0, "precision": "fp32", "testbed": "dense", "min_rating": None}
 
 
 def without_later_defaults(config):
