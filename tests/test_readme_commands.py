@@ -27,6 +27,7 @@ VARIANTS: dict[str, str] = {
     "privrec datasets fetch ml-1m": "datasets fetch ml-1m",
     "privrec datasets fetch ml-1m --from FILE": "datasets fetch ml-100k --from ml100k-files --force",
     "privrec datasets info ml-1m": "datasets info ml-1m",
+    "privrec datasets testbed cold3": "datasets testbed cold3 --no-probe",
     "privrec train sasrec --dataset ml-1m --seeds 0,1,2": "train sasrec --dataset ml-100k --seeds 0 --epochs 1",
     "privrec results merge runs/a/results.json runs/b/results.json --out runs/merged":
         "results merge runs/sasrec-ml-100k/results.json runs/sasrec-ml-100k-s1/results.json --out runs/merged",
@@ -78,6 +79,8 @@ VARIANTS: dict[str, str] = {
         "reproduce pricdsr --quick --data shop.csv --domain-field category --out rep/pricdsr-2",
     "privrec reproduce pricdsr --data books.inter --data movies.inter":
         "reproduce pricdsr --quick --data books.inter --data movies.inter --out rep/pricdsr-files",
+    "privrec reproduce pricdsr --testbed cold3":
+        "reproduce pricdsr --quick --testbed cold3 --data shop.csv --domain-field category --out rep/pricdsr-cold3",
     "privrec reproduce rr": "reproduce rr --quick --no-extras --epochs 1 --epsilons 1 --out rep/rr",
     "privrec reproduce pricdr": "reproduce pricdr --quick --no-sweeps --epochs 1 --methods BPR,PriCDR-J --out rep/pricdr",
     "privrec reproduce dipsgnn":

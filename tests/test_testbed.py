@@ -147,7 +147,8 @@ def test_gate_needs_both_controls_ahead_at_p_below_alpha():
     missing = G.gate("A ← B", "m", {k: v for k, v in vals.items() if k != "noise"}, "X", "single", "noise")
     assert not missing.passed and "not run" in missing.verdict
     one_seed = G.gate("A ← B", "m", {k: {0: v[0]} for k, v in vals.items()}, "X", "single", "noise")
-    assert not one_seed.passed
+    assert not one_seed.passed and not one_seed.decided and one_seed.verdict == G.TOO_FEW
+    assert G.claim_verdict(_check([0.02, 0.03, 0.02]), [one_seed.to_dict()], "A ← B") == G.TOO_FEW
     gates = [g.to_dict()]
     assert G.claim_verdict(_check([0.02, 0.03, 0.02]), gates, "A ← B") == "holds"
     assert G.claim_verdict(_check([0.02, -0.03, 0.02]), gates, "A ← B") == "not shown (p ≥ 0.05)"

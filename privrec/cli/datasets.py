@@ -77,16 +77,16 @@ def info(name: str) -> None:
 @click.option("--min-rating", type=float, default=None,
               help="Drop ratings below this first (PriCDR's testbeds use 3, the paper's rule).")
 @click.option("--no-probe", is_flag=True, help="Statistics only, without the model-free transfer probe (~10 s).")
-def testbed(name: str, min_rating: float | None, no_probe: bool) -> None:
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="Also probe every registered testbed and draw the probe against sparsity into this PNG (~1 min).")
+def testbed(name: str, min_rating: float | None, no_probe: bool, plot: str | None) -> None:
     """Build the transfer testbed NAME on ML-1M's genre domains (both directions) and print what
     reproductions with --testbed NAME train and evaluate on: per-domain statistics beside the papers'
     datasets, and a model-free probe of the transfer the auxiliary domain carries (docs/testbeds.md)."""
     from privrec.data.crossdomain import ml1m_cross_domain
     from privrec.data.testbed import apply_shared, get, shared_statistics
-    from privrec.evaluation.transfer_probe import probe, rows_matrix
     from privrec.experiments.gate import PAPER_DATASETS
     from privrec.experiments.report import text_table
-    from privrec.release.crossdomain import domain_rows, noise_rows
 
     fetch("ml-1m")
     inter = load("ml-1m")
@@ -104,11 +104,8 @@ def testbed(name: str, min_rating: float | None, no_probe: bool) -> None:
                          f"{s['interactions']:,}", f"{s['avg_seq_len']:.1f}", f"{100 * s['density']:.2f}%",
                          f"{s.get('eval_users', 0):,}" if "eval_users" in s else "-"])
         if not no_probe:
-            m, dom = data.domain(aux).n_items, data.domain(target)
-            res = probe(dom.split, dom.n_items, {"raw aux": rows_matrix(domain_rows(data, aux, 50), m),
-                                                 "noise": rows_matrix(noise_rows(data, aux, 50, 0), m)})
             probes += [[f"{target} <- {aux}", r, f"{v['hr@10']:.4f}", f"{v['ndcg@10']:.4f}"]
-                       for r, v in res["rankers"].items()]
+                       for r, v in _probe(data, target, aux)["rankers"].items()]
     rows += [[p, n, f"{u:,}", f"{i:,}", f"{x:,}", f"{ml:g}", f"{100 * d:.3g}%", "-"]
              for p, n, u, i, x, ml, d in (r for rows_ in PAPER_DATASETS.values() for r in rows_)]
     click.echo(text_table(["direction / source", "domain", "users", "items", "interactions", "mean length", "density",
@@ -116,3 +113,26 @@ def testbed(name: str, min_rating: float | None, no_probe: bool) -> None:
     if probes:
         click.echo("\nmodel-free transfer probe (test users, full ranking; 'through X': user-kNN through X):")
         click.echo(text_table(["direction", "ranker", "HR@10", "NDCG@10"], probes))
+    if plot:
+        from privrec.experiments.testbed_plot import plot as draw
+        from privrec.utils.io import atomic_path
+
+        curves = {}
+        for target in base.names:
+            aux = next(n for n in base.names if n != target)
+            order = ["dense", *sorted((b for b in TESTBEDS if b != "dense"), key=lambda b: -TESTBEDS[b].k)]
+            curves[f"{target} <- {aux}"] = {b: _probe(apply_shared(base, target, b), target, aux) for b in order}
+        with atomic_path(plot) as tmp:
+            draw(curves, tmp)
+        click.echo(f"plot: {plot}")
+
+
+def _probe(data, target: str, aux: str) -> dict:
+    """The model-free probe of one direction through the raw auxiliary rows (last 50, as PriCDSR publishes)
+    and through noise of their shape."""
+    from privrec.evaluation.transfer_probe import probe, rows_matrix
+    from privrec.release.crossdomain import domain_rows, noise_rows
+
+    m, dom = data.domain(aux).n_items, data.domain(target)
+    return probe(dom.split, dom.n_items, {"raw aux": rows_matrix(domain_rows(data, aux, 50), m),
+                                          "noise": rows_matrix(noise_rows(data, aux, 50, 0), m)})

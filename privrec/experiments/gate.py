@@ -24,6 +24,7 @@ from privrec.experiments.stats import paired, paired_cell
 
 ALPHA = 0.05
 NO_TRANSFER = "no verdict: the testbed carries no transfer"
+TOO_FEW = "no verdict yet: the gate needs at least 2 paired seeds"
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,17 @@ class Gate:
         return self._passes(self.positive) and self._passes(self.information)
 
     @property
+    def decided(self) -> bool:
+        """Both checks ran on at least two paired seeds (else the gate has not been decided yet)."""
+        return all(c is not None and len(c["seeds"]) >= 2 for c in (self.positive, self.information))
+
+    @property
     def verdict(self) -> str:
         if self.positive is None or self.information is None:
             missing = [n for n, c in ((self.single, self.positive), (self.noise, self.information)) if c is None]
-            return f"{NO_TRANSFER} yet (not run: {', '.join(missing)} or {self.cross})"
+            return f"no verdict yet (not run: {', '.join(missing)} or {self.cross})"
+        if not self.decided:
+            return TOO_FEW
         if self.passed:
             return "gate passed: the testbed carries transfer"
         failed = [f"{self.cross} vs {n}" for n, c in ((self.single, self.positive), (self.noise, self.information))
@@ -58,7 +66,7 @@ class Gate:
         return f"{NO_TRANSFER} ({'; '.join(failed)}: not ahead at p < {ALPHA:g})"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "passed": self.passed, "verdict": self.verdict}
+        return {**asdict(self), "passed": self.passed, "decided": self.decided, "verdict": self.verdict}
 
 
 def significant(check: dict) -> bool:
@@ -87,11 +95,6 @@ def passed(gates: list[dict], where: str) -> bool:
     return bool(mine) and all(g["passed"] for g in mine)
 
 
-def verdict_or_none(gates: list[dict], where: str, verdict: str) -> str:
-    """A claim's verdict where the gate of ``where`` passed, else the gate's "no verdict"."""
-    return verdict if passed(gates, where) else NO_TRANSFER
-
-
 def markdown(gates: list[dict]) -> list[str]:
     """The gate section of a report: both checks per direction and metric, and the verdict."""
     from privrec.experiments.report import markdown_table
@@ -112,7 +115,8 @@ def markdown(gates: list[dict]) -> list[str]:
 def claim_verdict(check: dict | None, gates: list[dict], where: str) -> str:
     """"A beats B" read from a paired check, only where the gate of ``where`` passed."""
     if not passed(gates, where):
-        return NO_TRANSFER
+        mine = [g for g in gates if g["where"] == where]
+        return NO_TRANSFER if mine and all(g.get("decided", True) for g in mine) else TOO_FEW
     if check is None or len(check["seeds"]) < 2:
         return "no verdict: one seed"
     if not significant(check):

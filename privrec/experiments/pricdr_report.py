@@ -122,7 +122,8 @@ def claims(runs: list[RunRecord], cfg: dict) -> list[dict]:
             d = p.difference
             if ours in PRIVATE and not G.passed(gate, where(target, source)):
                 out.append({"direction": where(target, source), "ours": ours, "theirs": theirs, "relation": relation,
-                            "metric": CLAIM_METRIC, "paired": p.to_dict(), "verdict": G.NO_TRANSFER})
+                            "metric": CLAIM_METRIC, "paired": p.to_dict(),
+                            "verdict": G.claim_verdict(p.to_dict(), gate, where(target, source))})
                 continue
             if relation == "not above":            # the negative control: noise adds nothing over DMF
                 significant = p.p_value is not None and p.p_value <= 0.05

@@ -25,11 +25,12 @@ def plot(res: dict, path: Path) -> None:
             ax.scatter([e for e, _ in each], [v for _, v in each], marker="x", color="tab:blue", alpha=0.5,
                        label="one seed")      # a mean ± std hides a bimodal spread
             ax.set_xscale("log")
-        for variant, style in (("DASL", "--"), ("DASL-single", ":")):
+        for variant, style, color in (("DASL", "--", "k"), ("DASL-single", ":", "grey"),
+                                      ("Noise (control)", "-.", "tab:red")):
             ref = next((s for s in rel if s["variant"] == variant), None)
             if ref:
-                ax.axhline(ref["test"]["ndcg@10 (sampled)"]["mean"], linestyle=style,
-                           color="k" if variant == "DASL" else "grey", label=variant)
+                ax.axhline(ref["test"]["ndcg@10 (sampled)"]["mean"], linestyle=style, color=color,
+                           label=variant + (" (DASL on noise rows)" if variant == "Noise (control)" else ""))
         ax.set_xlabel("ε of the mechanism (paper's budget; certified ε-SDP = 2ε)")
         ax.set_ylabel("NDCG@10 (sampled, test)")
         ax.set_title(f"{target} ← {aux}")

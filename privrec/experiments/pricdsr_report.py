@@ -175,7 +175,8 @@ def markdown(res: dict) -> str:
     header = ["target ← aux", "model", "seeds", *COLS]
     certs = res["certificates"]
     cert = certs.get(next((k for k in certs if k.endswith(f":{eps}")), ""), next(iter(certs.values()), None))
-    lines = [f"# PriCDSR on {cfg['dataset']}" + (" split by genre" if cfg["dataset"] == "ml-1m" else ""), "",
+    lines = [f"# PriCDSR on {cfg['dataset']}" + (" split by genre" if cfg["dataset"] == "ml-1m" else "")
+             + f", testbed {cfg.get('testbed', 'dense')}", "",
              f"Seeds {list(cfg['seeds'])}; mean ± std over seeds (sample std). Test metrics; epochs selected on "
              f"validation sampled NDCG@10. 'sampled' = ranked against 100 popularity-sampled negatives (paper "
              f"protocol); 'full' = ranked against all items, history masked. L = {cfg['max_len']}, T = "

@@ -67,4 +67,4 @@ class InteractionTask(SplitEvaluation):
     def describe(self) -> str:
         n_eval = len(self.split.eval_users("test"))
         return (f"{len(self._items):,} training interactions x (1 positive + {self.n_negatives} uniform negatives), "
-                f"{n_eval:,} users with a random held-out validation and test item")
+                f"{n_eval:,} users with a held-out validation and test item ({self.split.kind})")
