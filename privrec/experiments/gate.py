@@ -183,7 +183,7 @@ def probe_markdown(probes: dict[str, dict]) -> list[str]:
     for where, p in probes.items():
         rows += [[where, name, f"{r['hr@10']:.4f}", f"{r['ndcg@10']:.4f}"] for name, r in p["rankers"].items()]
         pairs += [[where, f"{c['ours']} − {c['theirs']}", f"{c['difference']:+.4f}",
-                   "–" if c["p_value"] is None else f"{c['p_value']:.2g}"] for c in p["pairs"]]
+                   "–" if c["p_value"] is None else f"{c['p_value']:.2g}", kept_share(p, c)] for c in p["pairs"]]
     users = ", ".join(f"{w}: {p['users']:,}" for w, p in probes.items())
     return ["## Does the auxiliary domain carry transfer? A model-free probe", "",
             "Before any model: each ranker scores every target item for the test users (" + users + "), full "
@@ -194,4 +194,15 @@ def probe_markdown(probes: dict[str, dict]) -> list[str]:
             "data carries transfer, whatever a model makes of it; through a release against through noise: how "
             "much of it the release keeps.", "",
             markdown_table(["direction", "ranker", "HR@10", "NDCG@10"], rows), "",
-            markdown_table(["direction", "paired over users (NDCG@10)", "difference", "p (paired t)"], pairs), ""]
+            markdown_table(["direction", "paired over users (NDCG@10)", "difference", "p (paired t)",
+                            "share of the raw source's lead over noise kept"], pairs), ""]
+
+
+def kept_share(probe: dict, pair: dict) -> str:
+    """For a release compared with noise: (release − noise) / (raw − noise) in NDCG@10, the share of the raw
+    source's transfer the release keeps ('–' for other comparisons or without a lead to keep)."""
+    r = probe["rankers"]
+    if pair["theirs"] != "through noise" or pair["ours"] == "through raw" or "through raw" not in r:
+        return "–"
+    lead = r["through raw"]["ndcg@10"] - r["through noise"]["ndcg@10"]
+    return "–" if lead <= 0 else f"{100 * pair['difference'] / lead:.0f}%"
