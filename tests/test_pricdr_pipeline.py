@@ -145,5 +145,5 @@ def test_no_privacy_verdict_where_the_gate_fails():
     got = _claims({"PriCDR-J": (0.45, 0.47, 0.45), "Noise (control)": (0.40, 0.42, 0.40), "DMF": (0.40, 0.42, 0.40),
                    "HeteroCDR-raw": (0.40, 0.41, 0.41)})
     by = {(c["ours"], c["theirs"]): c["verdict"] for c in got}
-    assert by[("PriCDR-J", "Noise (control)")] == "no verdict: the testbed carries no transfer"
+    assert by[("PriCDR-J", "Noise (control)")] == "no verdict: the non-private model shows no transfer on this testbed"
     assert by[("HeteroCDR-raw", "DMF")] == "not shown (p ≥ 0.05)"

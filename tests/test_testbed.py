@@ -145,7 +145,7 @@ def test_gate_needs_both_controls_ahead_at_p_below_alpha():
     flat = G.gate("A ← B", "m", {**vals, "noise": {0: 0.30, 1: 0.33, 2: 0.30}}, "X", "single", "noise")
     assert not flat.passed and flat.verdict.startswith(G.NO_TRANSFER) and "X vs noise" in flat.verdict
     missing = G.gate("A ← B", "m", {k: v for k, v in vals.items() if k != "noise"}, "X", "single", "noise")
-    assert not missing.passed and "not run" in missing.verdict
+    assert not missing.passed and "no paired runs of X with noise" in missing.verdict
     one_seed = G.gate("A ← B", "m", {k: {0: v[0]} for k, v in vals.items()}, "X", "single", "noise")
     assert not one_seed.passed and not one_seed.decided and one_seed.verdict == G.TOO_FEW
     assert G.claim_verdict(_check([0.02, 0.03, 0.02]), [one_seed.to_dict()], "A ← B") == G.TOO_FEW
@@ -182,3 +182,44 @@ def test_a_federation_bundle_carries_the_testbed_split(tmp_path):
     for part in ("train", "valid", "test"):
         assert np.array_equal(getattr(split, part).items, getattr(want, part).items)
         assert np.array_equal(getattr(split, part).indptr, getattr(want, part).indptr)
+
+
+def test_transfer_probe_finds_what_only_the_auxiliary_domain_knows():
+    """User 1 has no target history; only its auxiliary row (item 1, as users 2-4) says it likes what they like
+    (target item 5). Popularity puts item 1 first; the user-kNN through the auxiliary rows puts item 5 first."""
+    from privrec.data.splits import Split
+    from privrec.evaluation.transfer_probe import probe, rows_matrix
+
+    train = Sequences.from_rows([[], [], [5], [5], [5, 1], [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]])
+    empty = Sequences.from_rows([[]] * 8)
+    test = Sequences.from_rows([[], [5], [], [], [], [], [], []])
+    split = Split(train, empty, test, "hand-made", {})
+    aux = np.array([[0], [1], [1], [1], [1], [2], [2], [2]])
+    assert (rows_matrix(aux, 2).toarray() == rows_matrix(Sequences.from_rows([[], [1], [1], [1], [1], [2], [2], [2]]),
+                                                        2).toarray()).all()
+    noise = np.random.default_rng(0).standard_normal((8, 3))
+    res = probe(split, 5, {"raw": rows_matrix(aux, 2), "noise": noise}, k=1,
+                pairs=(("through raw", "popularity"),))
+    assert res["users"] == 1
+    assert res["rankers"]["through raw"] == {"hr@1": 1.0, "ndcg@1": 1.0}
+    assert res["rankers"]["popularity"]["hr@1"] == 0.0 and res["rankers"]["own-domain"]["hr@1"] == 0.0
+    assert res["pairs"][0]["difference"] == 1.0 and res["pairs"][0]["p_value"] is None      # one user: no t
+
+
+def test_the_data_level_gate_and_release_verdicts():
+    def probe(raw_pop, raw_noise, rel):
+        pair = lambda a, b, d, p: {"ours": a, "theirs": b, "difference": d, "p_value": p}
+        return {"rankers": {"through raw": {"hr@10": 0.2, "ndcg@10": 0.10}, "through noise": {"hr@10": 0.1, "ndcg@10": 0.05},
+                            "through R": {"hr@10": 0.1, "ndcg@10": 0.05 + rel[0]}},
+                "pairs": [pair("through raw", "popularity", *raw_pop), pair("through raw", "through noise", *raw_noise),
+                          pair("through R", "through noise", *rel)]}
+
+    good = probe((0.04, 1e-9), (0.05, 1e-9), (0.02, 1e-4))
+    assert G.data_gate(good) and G.probe_verdict(good, good["pairs"][2]) == "keeps transfer"
+    assert G.kept_share(good, good["pairs"][2]) == "40%" and G.kept_share(good, good["pairs"][0]) == "–"
+    weak = probe((0.04, 1e-9), (0.05, 1e-9), (0.001, 0.6))
+    assert G.probe_verdict(weak, weak["pairs"][2]).startswith("keeps none measurable")
+    flat = probe((0.04, 1e-9), (0.001, 0.7), (0.02, 1e-4))
+    assert not G.data_gate(flat) and G.probe_verdict(flat, flat["pairs"][2]).startswith("no verdict")
+    assert G.probe_verdict(flat, flat["pairs"][1]) == "data-level gate failed"
+    assert "verdict (data level)" in "\n".join(G.probe_markdown({"A ← B": {**good, "users": 3}}))

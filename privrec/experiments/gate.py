@@ -11,9 +11,13 @@ can only be judged on a testbed where transfer is real. Two paired-seed checks d
    not the extra capacity, loss terms or training steps of the cross-domain model.
 
 Both must hold with the mean paired difference positive and the two-sided paired t-test at
-``ALPHA`` (or, on a single seed, not at all: one seed gives no verdict). Where the gate fails
-the report prints "no verdict: the testbed carries no transfer" in place of claim verdicts;
-claim rows are still shown, as numbers, not verdicts.
+``ALPHA`` (one seed gives no verdict). Where the gate fails the report prints "no verdict: the
+non-private model shows no transfer on this testbed" in place of claim verdicts; claim rows are
+still shown, as numbers, not verdicts.
+
+A second, model-free gate reads :mod:`privrec.evaluation.transfer_probe`: where the raw auxiliary
+rows beat popularity and noise as a user-kNN, the data carries transfer whatever a model makes of
+it, and a release is judged by its own lead over noise (:func:`probe_verdict`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import asdict, dataclass
 from privrec.experiments.stats import paired, paired_cell
 
 ALPHA = 0.05
-NO_TRANSFER = "no verdict: the testbed carries no transfer"
+NO_TRANSFER = "no verdict: the non-private model shows no transfer on this testbed"
 TOO_FEW = "no verdict yet: the gate needs at least 2 paired seeds"
 
 
@@ -56,7 +60,7 @@ class Gate:
     def verdict(self) -> str:
         if self.positive is None or self.information is None:
             missing = [n for n, c in ((self.single, self.positive), (self.noise, self.information)) if c is None]
-            return f"no verdict yet (not run: {', '.join(missing)} or {self.cross})"
+            return f"no verdict yet: no paired runs of {self.cross} with {' and '.join(missing)}"
         if not self.decided:
             return TOO_FEW
         if self.passed:
@@ -183,7 +187,8 @@ def probe_markdown(probes: dict[str, dict]) -> list[str]:
     for where, p in probes.items():
         rows += [[where, name, f"{r['hr@10']:.4f}", f"{r['ndcg@10']:.4f}"] for name, r in p["rankers"].items()]
         pairs += [[where, f"{c['ours']} − {c['theirs']}", f"{c['difference']:+.4f}",
-                   "–" if c["p_value"] is None else f"{c['p_value']:.2g}", kept_share(p, c)] for c in p["pairs"]]
+                   "–" if c["p_value"] is None else f"{c['p_value']:.2g}", kept_share(p, c), probe_verdict(p, c)]
+                  for c in p["pairs"]]
     users = ", ".join(f"{w}: {p['users']:,}" for w, p in probes.items())
     return ["## Does the auxiliary domain carry transfer? A model-free probe", "",
             "Before any model: each ranker scores every target item for the test users (" + users + "), full "
@@ -195,7 +200,34 @@ def probe_markdown(probes: dict[str, dict]) -> list[str]:
             "much of it the release keeps.", "",
             markdown_table(["direction", "ranker", "HR@10", "NDCG@10"], rows), "",
             markdown_table(["direction", "paired over users (NDCG@10)", "difference", "p (paired t)",
-                            "share of the raw source's lead over noise kept"], pairs), ""]
+                            "share of the raw source's lead over noise kept", "verdict (data level)"], pairs), "",
+            "The data-level gate passes where the raw source beats both popularity and noise of its shape at "
+            f"p < {ALPHA:g}; a release is then judged by its lead over noise: the verdict on what the *release* "
+            "keeps, whatever a model makes of it (the model-level gate and claims below say what the paper's model "
+            "makes of it).", ""]
+
+
+def data_gate(probe: dict) -> bool:
+    """The probe's own positive control: the raw source ahead of popularity and of noise, p < ALPHA over users."""
+    def ahead(a: str, b: str) -> bool:
+        c = next((c for c in probe.get("pairs", []) if (c["ours"], c["theirs"]) == (a, b)), None)
+        return c is not None and c["difference"] > 0 and c["p_value"] is not None and c["p_value"] < ALPHA
+
+    return ahead("through raw", "popularity") and ahead("through raw", "through noise")
+
+
+def probe_verdict(probe: dict, pair: dict) -> str:
+    """A probe comparison read as a verdict: the data-level gate on the raw source's rows, the release's on
+    the others (only where that gate passed)."""
+    if pair["ours"] == "through raw":
+        return "data-level gate " + ("passed" if data_gate(probe) else "failed")
+    if pair["theirs"] != "through noise":
+        return "–"
+    if not data_gate(probe):
+        return "no verdict: the data-level gate failed"
+    if pair["p_value"] is not None and pair["p_value"] < ALPHA:
+        return "keeps transfer" if pair["difference"] > 0 else "below noise"
+    return f"keeps none measurable (p ≥ {ALPHA:g})"
 
 
 def kept_share(probe: dict, pair: dict) -> str:
