@@ -160,8 +160,20 @@ def write(out_dir: str | Path, res: dict) -> None:
     save_report(out_dir, res, markdown(res), plots={"privacy_utility.png": lambda p: plot(res, p)})
 
 
-def _row(s: dict) -> list[str]:
-    name = s["variant"] + (f" (ε={s['epsilon']:g})" if s["epsilon"] is not None else "") + ("†" if s.get("capped") else "")
+def true_label(certs: dict, aux: str, eps: float) -> str:
+    """'ε=10; true 20-SDP, 500 per user row': the paper's ε beside the release's certified guarantee (the cell
+    and swap unit, and one user's whole row, which covers adding or removing an interaction)."""
+    cert = certs.get(f"{aux}:{eps}")
+    if not cert:
+        return f"ε={eps:g}"
+    g = cert["guarantee"]
+    row = next((r["epsilon"] for r in g.get("related") or [] if "whole" in r["unit_of_privacy"]), None)
+    return f"ε={eps:g}; true {float(g['epsilon']):g}-SDP" + ("" if row is None else f", {float(row):g} per user row")
+
+
+def _row(s: dict, certs: dict | None = None) -> list[str]:
+    eps = "" if s["epsilon"] is None else f" ({true_label(certs or {}, s['aux'], s['epsilon'])})"
+    name = s["variant"] + eps + ("†" if s.get("capped") else "")
     return [f"{s['target']} ← {s['aux']}", name, str(s.get("runs", ""))] + [pm(s["test"].get(c)) for c in COLS]
 
 
@@ -193,8 +205,12 @@ def markdown(res: dict) -> str:
                   markdown_table(["domain", "users", "items", "interactions", "avg. length"],
                                  [[s["domain"], f"{s['users']:,}", f"{s['items']:,}", f"{s['interactions']:,}",
                                    f"{s['avg_seq_len']:.1f}"] for s in res["statistics"]]), ""]
-    lines += [f"## Table II analog (PriCDSR at ε = {eps:g})", "", markdown_table(header, [_row(s) for s in t2]), "",
-              "## Table III analog (ε sweep)", "", markdown_table(header, [_row(s) for s in t3]), ""]
+    lines += [f"## Table II analog (PriCDSR at ε = {eps:g})", "",
+              markdown_table(header, [_row(s, res["certificates"]) for s in t2]), "",
+              "## Table III analog (ε sweep)", "", markdown_table(header, [_row(s, res["certificates"]) for s in t3]),
+              "", "The paper's ε beside the release's certified guarantee: ε-SDP for one cell changed or two swapped "
+              "(2ε: swaps in rows with padding), and ε-DP for one user's whole row of L cells (L·ε), the unit that "
+              "covers adding or removing one interaction.", ""]
     if any(s.get("capped") for s in summary):
         lines += ["† the epoch cap, not early stopping, ended at least one of this row's runs (the model may still "
                   "have been improving); raise `--epochs` and rerun: capped runs continue from their saved state.", ""]
