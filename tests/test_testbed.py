@@ -223,3 +223,26 @@ def test_the_data_level_gate_and_release_verdicts():
     assert not G.data_gate(flat) and G.probe_verdict(flat, flat["pairs"][2]).startswith("no verdict")
     assert G.probe_verdict(flat, flat["pairs"][1]) == "data-level gate failed"
     assert "verdict (data level)" in "\n".join(G.probe_markdown({"A ← B": {**good, "users": 3}}))
+
+
+def test_results_gates_sets_reports_of_several_testbeds_side_by_side(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from privrec.cli import cli, main
+
+    vals = {"X": {0: 0.30, 1: 0.32, 2: 0.31}, "single": {0: 0.20, 1: 0.21, 2: 0.20}, "noise": {0: 0.25, 1: 0.26, 2: 0.24}}
+    files = []
+    for bed, shift in (("dense", 0.0), ("cold3", 0.2)):
+        v = {**vals, "X": {s: x + shift for s, x in vals["X"].items()}}
+        g = G.gate("A ← B", "m", v, "X", "single", "noise").to_dict()
+        f = tmp_path / f"{bed}.json"
+        f.write_text(json.dumps({"testbed": T.get(bed).to_dict(), "gates": [g]}))
+        files.append(str(f))
+    res = CliRunner().invoke(cli, ["results", "gates", *files, "--plot", str(tmp_path / "g.png")])
+    assert res.exit_code == 0, res.output
+    assert "cold3" in res.output and "gate passed" in res.output and (tmp_path / "g.png").stat().st_size > 1000
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert main(["results", "gates", str(bad)]) == 2

@@ -49,3 +49,37 @@ def merge(files: tuple[str, ...], out: str) -> None:
     click.echo(f"{merged['protocol']}, test split, seeds {merged['config']['seeds']}:")
     click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], SR.summary_rows(merged)))
     click.echo(f"\nreport: {out}/results.md")
+
+
+@results.command("gates")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="Draw each direction's gate differences against the reports' testbeds into this PNG.")
+def gates(files: tuple[str, ...], plot: str | None) -> None:
+    """The positive-control gates of cross-domain reports (`reproduce pricdsr|pricdr|pfcr`, one results.json per
+    testbed), side by side: how the non-private model's gain over its single-domain counterpart and over its
+    pure-noise control moves as the target gets sparser (docs/testbeds.md)."""
+    from privrec.experiments.gate import gate_rows
+    from privrec.experiments.report import text_table
+
+    reports = []
+    for f in files:
+        try:
+            res = json.loads(Path(f).read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataFormatError(f"{f}: not a results.json ({exc})") from None
+        if not isinstance(res, dict) or not isinstance(res.get("gates"), list):
+            raise DataFormatError(f"{f}: no gates in it; pass the results.json of `privrec reproduce pricdsr|pricdr|pfcr`"
+                                  " written by this version")
+        reports.append(res)
+    rows = gate_rows(reports)
+    click.echo(text_table(["testbed", "direction", "metric", "positive control", "information control", "gate"],
+                          [[r["testbed"], r["where"], r["metric"], r["positive"], r["information"], r["verdict"]]
+                           for r in rows]))
+    if plot:
+        from privrec.experiments.testbed_plot import plot_gates
+        from privrec.utils.io import atomic_path
+
+        with atomic_path(plot) as tmp:
+            plot_gates(reports, tmp)
+        click.echo(f"plot: {plot}")

@@ -238,3 +238,15 @@ def kept_share(probe: dict, pair: dict) -> str:
         return "–"
     lead = r["through raw"]["ndcg@10"] - r["through noise"]["ndcg@10"]
     return "–" if lead <= 0 else f"{100 * pair['difference'] / lead:.0f}%"
+
+
+def gate_rows(reports: list[dict]) -> list[dict]:
+    """Every gate of several reports, one row each, labelled by the report's testbed."""
+    out = []
+    for res in reports:
+        bed = (res.get("testbed") or {}).get("name", res.get("config", {}).get("testbed", "dense"))
+        for g in res.get("gates") or []:
+            out.append({"testbed": bed, "where": g["where"], "metric": g["metric"],
+                        "positive": paired_cell(g["positive"]), "information": paired_cell(g["information"]),
+                        "verdict": g["verdict"], "gate": g})
+    return out

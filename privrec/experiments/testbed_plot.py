@@ -28,3 +28,37 @@ def plot(curves: dict[str, dict[str, dict]], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
+
+
+def plot_gates(reports: list[dict], path: Path) -> None:
+    """The gates of one pipeline's reports on several testbeds: per direction (and first metric), the mean
+    paired difference ± std of the non-private model over its single-domain counterpart and over its
+    pure-noise control, one point per report in the order given."""
+    import matplotlib.pyplot as plt
+
+    from privrec.experiments.gate import gate_rows
+
+    rows = gate_rows(reports)
+    wheres = list(dict.fromkeys(r["where"] for r in rows))
+    fig, axes = plt.subplots(1, max(len(wheres), 1), figsize=(5.2 * max(len(wheres), 1), 3.8), squeeze=False)
+    for ax, where in zip(axes[0], wheres):
+        mine = [r for r in rows if r["where"] == where]
+        metric = mine[0]["metric"]
+        mine = [r for r in mine if r["metric"] == metric]
+        beds = [r["testbed"] for r in mine]
+        for key, style, label in (("positive", "o-", "minus its single-domain model"),
+                                  ("information", "s--", "minus itself on pure noise")):
+            checks = [r["gate"][key] for r in mine]
+            xs = [i for i, c in enumerate(checks) if c]
+            ax.errorbar(xs, [checks[i]["difference"]["mean"] for i in xs],
+                        yerr=[checks[i]["difference"]["std"] for i in xs], fmt=style, capsize=3,
+                        label=f"{mine[0]['gate']['cross']} {label}")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xticks(range(len(beds)), beds)
+        ax.set_xlabel("testbed (as given)")
+        ax.set_ylabel(f"paired difference, {metric}")
+        ax.set_title(where)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, format="png")
+    plt.close(fig)
