@@ -131,7 +131,7 @@ def _federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed
                            proximal_mu=cfg.proximal_mu if strategy == "fedprox" else 0.0,
                            popular_share=cfg.popular_share if popular_share is None else popular_share, max_len=cfg.max_len,
                            model=cfg.model, train=replace(cfg.train, progress=False), seed=seed)
-    bundle = write_bundle(folder, [(d.name, d.sequences, c) for d, c in zip(data.domains, codes)], fed)
+    bundle = write_bundle(folder, [(d.name, d.split, c) for d, c in zip(data.domains, codes)], fed)
     result = (simulate if cfg.runtime == "simulation" else deploy)(bundle.path, log=log)
     best = int(result["best_round"])
     table = np.load(bundle.global_table(best))
