@@ -119,6 +119,7 @@ def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path
     logs.clear()
     again = R.reproduce(cfg, tmp_path / "out", log=logs.append)      # everything finished: nothing retrained
     assert not any("published" in m for m in logs) and again["summary"] == res["summary"]
+    _certificates_travel_with_the_records(cfg, tmp_path, releases, R)
     from privrec.experiments.rr_release import check_release  # a reused release must match the settings
     pos = {"p_outside": cfg.p_outside, "window_fraction": cfg.window_fraction, "window_position": 0.0}
     folder = tmp_path / "out.published" / "eps0.3-random-pos0.0-seed0"
@@ -183,3 +184,38 @@ def test_methods_train_at_their_own_settings_and_only_their_runs_change_fingerpr
     fp = {m: exp.fingerprint_of(s) for m, s in spec.items()}
     assert fp["BERT4Rec"] == fp["RR-BERT4Rec"] != fp["GRU4Rec"] == exp.fingerprint()
     assert exp.train_config("GRU4Rec") == R.RRConfig().train and R.RRConfig().train.patience is None
+
+
+def _certificates_travel_with_the_records(cfg, tmp_path, releases, R):
+    """N releases -> N certificates on a fresh clone (no release folders, no earlier report): each private
+    run's record carries its release's certificate; runs recorded before records did get it once, by
+    re-publishing the same release from its seed."""
+    import json
+    import shutil
+
+    from privrec.experiments.report import RECORDED_RELEASE
+
+    out, published = tmp_path / "out", tmp_path / "out.published"
+    progress = tmp_path / "out.progress.jsonl"
+    lines = [json.loads(x) for x in progress.read_text().splitlines()]
+    private = [x for x in lines if x["run"]["labels"]["epsilon"] is not None]
+    assert private and all(x["run"]["extra"]["certificate"]["release"] in releases for x in private)
+    before = {n: json.loads((published / n / "certificate.json").read_text())["guarantee"] for n in releases}
+    shutil.rmtree(published)
+    shutil.rmtree(out)                                                   # a fresh clone: records only
+    res = R.reproduce(cfg, out, log=lambda m: None, train_missing=False)
+    assert set(res["certificates"]) == set(releases) and not published.exists()
+    assert all(c["folder"] == RECORDED_RELEASE for c in res["certificates"].values())
+    assert {n: c["guarantee"] for n, c in res["certificates"].items()} == before
+    assert "‡ 3 release folder(s) not on the machine" in (out / "results.md").read_text()
+    for x in lines:                                                      # records written before certificates
+        x["run"]["extra"].pop("certificate", None)
+    progress.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    logs: list[str] = []
+    res = R.reproduce(cfg, out, log=logs.append, train_missing=False)
+    assert any(f"certificate of {len(private)} finished run(s)" in m for m in logs)
+    assert {n: c["guarantee"] for n, c in res["certificates"].items()} == before     # republished, same seed
+    assert sorted(p.name for p in published.iterdir() if p.is_dir()) == releases
+    logs.clear()
+    R.reproduce(cfg, out, log=logs.append, train_missing=False)                      # recorded once
+    assert not any("certificate of" in m for m in logs)

@@ -284,6 +284,10 @@ class PriCDRExperiment:
         name = f"{labels['source']}-{kind}-eps{labels['epsilon']}{cal}-n{labels['n_prime']}{sp}-sd{labels['sd']}-seed{seed}"
         return self.published / runner.safe_name(name)
 
+    def release_of(self, spec: RunSpec) -> Path | None:
+        """The release folder this run reads (JLT / SJLT methods), None for the others."""
+        return self.release(spec.labels, spec.seed) if METHODS[spec.labels["method"]][1] in ("jlt", "sjlt") else None
+
     def prepare(self, spec: RunSpec, log: Callable[[str], None]) -> None:
         """Publish the source release this run reads (once per cell and seed)."""
         from privrec.release.crossdomain import publish_domain_matrix

@@ -253,7 +253,7 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
            "probe": {where(t, s): probe_releases(exp, t, s) for t, s in cfg.directions},
            "gates": gates(runs, cfg.to_dict()),
            "runs": [r.to_dict() for r in runs], "summary": summarise(runs, cfg.train.patience, cfg.train.eval_every),
-           "claims": claims(runs, cfg.to_dict()), "certificates": certificates(exp.published),
+           "claims": claims(runs, cfg.to_dict()), "certificates": certificates(exp.published, runs),
            "published": f"{exp.published.name}/", "missing": outcome.missing, "remaining": outcome.remaining,
            "environment_note": environment_note(outcome),
            "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),

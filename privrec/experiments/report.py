@@ -138,16 +138,20 @@ def trailer(res: dict) -> list[str]:
 
 
 ABSENT_RELEASE = "not on this machine: as the previous report recorded it"
+RECORDED_RELEASE = "not on this machine: as its run recorded it"
+CERTIFICATE_FIELDS = ("summary", "input", "guarantee")
 
 
-def certificates(published: str | os.PathLike) -> dict[str, dict]:
-    """The certificate of every release folder under ``published`` (``OUT.published/``; name → summary,
-    input, guarantee).
+def certificates(published: str | os.PathLike, records: Sequence = ()) -> dict[str, dict]:
+    """The certificate of every release of a grid (name → summary, input, guarantee): each folder under
+    ``published`` (``OUT.published/``), then each finished run's recorded one (``records``: run records
+    whose ``extra["certificate"]`` the runner stored, :func:`privrec.experiments.runner.certificate_of`).
 
     Release folders are data, not committed: on a fresh clone only the releases its runs rebuilt are
-    there. A release the previous report (``OUT/results.json``) certified and that is absent here keeps
-    that certificate, marked ``"folder": ABSENT_RELEASE``, so a report rewritten elsewhere never drops
-    the certificate of a finished run; a folder present here always replaces the recorded one."""
+    there. A run's record carries its release's certificate, so a report written anywhere lists every
+    release a finished run read (marked ``"folder": RECORDED_RELEASE``); a release neither here nor in a
+    record that the previous report (``OUT/results.json``) certified keeps that certificate, marked
+    ``"folder": ABSENT_RELEASE``. A folder present here always wins."""
     import json
     from pathlib import Path
 
@@ -155,7 +159,11 @@ def certificates(published: str | os.PathLike) -> dict[str, dict]:
     out = {}
     for cert in sorted(folder.glob("*/certificate.json")) if folder.is_dir() else []:
         c = json.loads(cert.read_text(encoding="utf-8"))
-        out[cert.parent.name] = {"summary": c["summary"], "input": c["input"], "guarantee": c["guarantee"]}
+        out[cert.parent.name] = {k: c[k] for k in CERTIFICATE_FIELDS}
+    for r in records:
+        c = (getattr(r, "extra", None) or {}).get("certificate")
+        if isinstance(c, dict) and c.get("release") and c["release"] not in out:
+            out[c["release"]] = {**{k: c[k] for k in CERTIFICATE_FIELDS}, "folder": RECORDED_RELEASE}
     previous = folder.with_name(folder.name.removesuffix(".published")) / "results.json"
     if folder.name.endswith(".published") and previous.is_file():
         try:
@@ -170,12 +178,15 @@ def certificates(published: str | os.PathLike) -> dict[str, dict]:
 
 def release_name(name: str, cert: dict) -> str:
     """A release's name for a report's certificate table, ‡ where its folder is not on this machine."""
-    return name + ("‡" if cert.get("folder") == ABSENT_RELEASE else "")
+    return name + ("‡" if cert.get("folder") in (ABSENT_RELEASE, RECORDED_RELEASE) else "")
 
 
 def absent_note(certs: dict[str, dict]) -> list[str]:
     """The footnote of the ‡ rows of :func:`release_name` (empty when every release folder is here)."""
-    n = sum(c.get("folder") == ABSENT_RELEASE for c in certs.values())
+    n = sum(c.get("folder") in (ABSENT_RELEASE, RECORDED_RELEASE) for c in certs.values())
+    old = sum(c.get("folder") == ABSENT_RELEASE for c in certs.values())
+    source = ("the certificates their runs recorded" if not old else
+              f"the certificates their runs recorded ({old} from the previous report)")
     return [f"‡ {n} release folder(s) not on the machine that wrote this report (a fresh clone: release folders "
-            "are data, not committed); their certificates are those the previous report recorded. Rerunning the "
-            "run rebuilds the same release from its seed.", ""] if n else []
+            f"are data, not committed); theirs are {source}. Rerunning the run rebuilds the same release from its "
+            "seed.", ""] if n else []

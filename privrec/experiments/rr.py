@@ -200,6 +200,10 @@ class RRExperiment:
         name = f"eps{labels['epsilon']}-{labels['alternatives']}" + ("" if pos is None else f"-pos{pos}")
         return self.published / runner.safe_name(f"{name}-seed{seed}")
 
+    def release_of(self, spec: RunSpec) -> Path | None:
+        """The release folder this run reads (private methods), None for the non-private ones."""
+        return None if spec.labels["epsilon"] is None else self.release(spec.labels, spec.seed)
+
     def positional(self, pos: float | None) -> dict | None:
         if pos is None:
             return None

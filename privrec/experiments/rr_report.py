@@ -159,7 +159,7 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
             "drops": drops(runs, list(cfg.epsilons), cfg.alternatives),
             "validity": validity(exp.split.history("test").lengths, [*cfg.epsilons, cfg.ablation_epsilon,
                                                                         cfg.positional_epsilon]),
-            "certificates": certificates(exp.published), "published": f"{exp.published.name}/",
+            "certificates": certificates(exp.published, runs), "published": f"{exp.published.name}/",
             "missing": outcome.missing, "remaining": outcome.remaining, "environment_note": environment_note(outcome),
             "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
             "command": command, "environment": env}

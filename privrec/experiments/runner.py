@@ -15,7 +15,13 @@ rest, the same way for every paper:
   continues a run that hit a lower epoch cap; ``add_progress`` merges runs done elsewhere;
 * **prepare after the check**: an experiment's pre-training step (publishing a release) runs only
   for runs that will train, never for finished ones (a resume or a report-only call re-publishes
-  nothing);
+  nothing, except once for a run recorded before records carried certificates, below);
+* **certificates travel with the records**: an experiment whose runs read a release declares
+  ``release_of(spec)`` (its folder, or None); the finished run's record stores that release's
+  certificate (``extra["certificate"]``), so a report written on a fresh clone, where release folders
+  (data, not committed) are absent, still lists every release. A finished run recorded without one
+  gets it once: from its folder, or by re-publishing the release from its seed (deterministic, and
+  cheap beside training), recorded as a new line of the progress file;
 * **jobs**: ``jobs > 1`` trains in that many spawned worker processes; each run is seeded on its
   own, so the numbers equal a one-process run.
 """
@@ -32,6 +38,7 @@ import numpy as np
 
 from privrec.errors import ParameterError
 from privrec.experiments.caps import epochs_run, reusable, stopped_early
+from privrec.experiments.certificates import certificate_of, record_certificates
 from privrec.experiments.provenance import remaining_cost
 from privrec.utils.io import append_json_line, read_json_lines
 from privrec.utils.repro import environment, lock_digest
@@ -93,7 +100,8 @@ class Experiment(Protocol):
     def fingerprint(self) -> str: ...
     def cap(self) -> tuple[int, int, int]: ...          # (epoch cap, patience, eval_every) of its trainer
     # optional: fingerprint_of(spec) -> str and cap_of(spec) -> (epochs, patience, eval_every), per run, and
-    # work_of(labels) -> float, a run's cost relative to its method's others (prices the runs left)
+    # work_of(labels) -> float, a run's cost relative to its method's others (prices the runs left);
+    # release_of(spec) -> Path | None, the release folder a run reads (its certificate is recorded with it)
     def prepare(self, spec: RunSpec, log: Log) -> None: ...
     def train(self, spec: RunSpec, state: Path, log: Log) -> RunRecord: ...
 
@@ -307,8 +315,14 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
             remove_state(state_of[spec.key])
         exp.prepare(spec, log)
 
+    release_of = getattr(exp, "release_of", None)
+    by_key = {s.key: s for s in specs}
+
     def done(record: RunRecord) -> None:
         record.environment = {**environment(), **record.environment}
+        folder = release_of(by_key[record.key]) if release_of is not None else None
+        if folder is not None:
+            record.extra = {**record.extra, "certificate": certificate_of(folder)}
         append_progress(progress, fp[record.key], record)
         finished[record.key] = record
         log(describe(record))
@@ -337,6 +351,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
     else:
         for spec in pending:
             done(exp.train(spec, state_of[spec.key], log))
+    record_certificates(exp, specs, finished, progress, fp, log)
     for key in keys:                              # a capped run keeps its state (a higher cap continues it)
         if key in finished and (stopped_early(finished[key].fit, *cap[key][1:]) or not keep_capped_states):
             remove_state(state_of[key])
@@ -350,7 +365,6 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
         raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
     mine = lock_digest()
     other = [r.key for r in records if r.environment.get("lock_sha256") not in (None, mine)]
-    by_key = {s.key: s for s in specs}
     return Outcome(records, missing, progress, other, remaining_cost([by_key[k] for k in missing], records, cap,
                                                                  getattr(exp, "work_of", None)))
 
