@@ -47,10 +47,12 @@ def _row(lab: dict, rs: list[RunRecord], variant: str, domains: list[str]) -> di
     """One table row: the runs' test metrics of ``variant`` in percent (mean ± std over them) and the largest
     true ε of the first run's client certificates."""
     g = rs[0].extra.get("guarantees") or {}
+    worst = max(g.values(), key=lambda v: (float(v["epsilon"]), float(v.get("delta") or 0.0))) if g else None
     return {"labels": lab, "variant": variant, "seeds": [r.seed for r in rs],
             "test": {d: aggregate({c: 100 * r.metrics[f"{d}/{variant}"][m] for c, m in COLS.items()} for r in rs)
                      for d in domains},
-            "epsilon": max((float(v["epsilon"]) for v in g.values()), default=None) if g else None}
+            "epsilon": None if worst is None else float(worst["epsilon"]),
+            "delta": None if worst is None else float(worst.get("delta") or 0.0)}
 
 
 def summarise(cfg, runs: list[RunRecord], domains: list[str]) -> list[dict]:
@@ -213,6 +215,12 @@ def _eps(e) -> str:
     return "∞" if math.isinf(e) else f"{e:.4g}"
 
 
+def _delta(row: dict) -> str:
+    """The δ of a row's true (ε, δ) per client: 0 for pure ε-LDP (the paper codec), '–' without a certificate
+    (or in a report written before rows kept it)."""
+    return "–" if row.get("epsilon") is None or row.get("delta") is None else f"{row['delta']:.2g}"
+
+
 def markdown(res: dict) -> str:
     domains = res["domains"]
     lines = ["# PFCR on two disjoint MovieLens platforms (Tables 1–3 analogs), testbed "
@@ -230,23 +238,26 @@ def markdown(res: dict) -> str:
               f"client; training and prompt tuning capped at {c['train']['epochs']} epochs in this invocation "
               f"(patience {c['train']['patience']}; runs reused from earlier invocations keep their own cap, see "
               f"'Training length').", ""]
-    header = ["method"] + [f"{d} {c}" for d in domains for c in COLS] + ["true ε per client"]
-    body = [[s["row"]] + [pm(s["test"][d].get(c), 2) for d in domains for c in COLS] + [_eps(s["epsilon"])]
+    header = ["method"] + [f"{d} {c}" for d in domains for c in COLS] + ["true ε per client", "δ"]
+    body = [[s["row"]] + [pm(s["test"][d].get(c), 2) for d in domains for c in COLS] + [_eps(s["epsilon"]), _delta(s)]
             for s in res["summary"]]
     lines += ["## Test metrics (percent, mean ± std over seeds)", "", markdown_table(header, body), "",
               "PFCR-VFD = SASRec (ids, no codes, no federation, no prompt); PFCR-FD = codes only; PFCR-D = codes + "
-              "federation, no prompt; PFCR-F = codes + prompt, no federation.", ""]
+              "federation, no prompt; PFCR-F = codes + prompt, no federation. True (ε, δ) per client: the "
+              "guarantee of everything one platform uploads over the whole run (every round, every coordinate), the "
+              "largest over the platforms; δ = 0 is pure ε-LDP (the paper codec), the calibrated codec is (ε, δ)-LDP; "
+              "'–': nothing leaves the platform.", ""]
     t3 = res.get("table3") or []
     if len(t3) > 1:
         lines += [f"## Table 3 analog: federated strategies (PFCR-D: the federated model, no prompt, as the paper's "
                   f"Table 3, whose FedAvg row is its Table 2 PFCR-D row; paper codec; seeds "
                   f"{', '.join(str(x) for x in res['config']['table3_seeds'])}, FedAvg's included)", "",
                   markdown_table(["strategy"] + [f"{d} {c}" for d in domains for c in ("R@10", "N@10")]
-                                 + ["seeds", "true ε per client"],
+                                 + ["seeds", "true ε per client", "δ"],
                                  [[s["labels"]["strategy"] + (f" (share {s['labels']['popular_share']:g})"
                                                                if "popular_share" in s["labels"] else "")]
                                   + [pm(s["test"][d].get(c), 2) for d in domains for c in ("R@10", "N@10")]
-                                  + [len(s["seeds"]), _eps(s["epsilon"])] for s in t3]), "",
+                                  + [len(s["seeds"]), _eps(s["epsilon"]), _delta(s)] for s in t3]), "",
                   "SCAFFOLD's control variates are computed from the decoded (privatised) uploads on both sides, so "
                   "it uploads what FedAvg uploads; PopCode federates only the most-used share of code rows (the "
                   "others never leave a client), so its certificate composes fewer coordinates.", ""]
