@@ -161,14 +161,17 @@ def write(out_dir: str | Path, res: dict) -> None:
 
 
 def true_label(certs: dict, aux: str, eps: float) -> str:
-    """'ε=10; true 20-SDP, 500 per user row': the paper's ε beside the release's certified guarantee (the cell
-    and swap unit, and one user's whole row, which covers adding or removing an interaction)."""
+    """'ε=10; true 20 per cell, 500 per interaction or user': the paper's ε beside the release's certified
+    guarantee in the units that matter: one cell changed or two swapped (ε-SDP; 2ε for swaps in rows with
+    padding), and one user's whole row of L cells (L·ε), which is also what adding or removing one
+    interaction costs (it shifts the front-padded row)."""
     cert = certs.get(f"{aux}:{eps}")
     if not cert:
         return f"ε={eps:g}"
     g = cert["guarantee"]
     row = next((r["epsilon"] for r in g.get("related") or [] if "whole" in r["unit_of_privacy"]), None)
-    return f"ε={eps:g}; true {float(g['epsilon']):g}-SDP" + ("" if row is None else f", {float(row):g} per user row")
+    return (f"ε={eps:g}; true {float(g['epsilon']):g} per cell"
+            + ("" if row is None else f", {float(row):g} per interaction or user"))
 
 
 def _row(s: dict, certs: dict | None = None) -> list[str]:
