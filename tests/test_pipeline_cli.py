@@ -256,6 +256,16 @@ def test_cli_train_warmup_reaches_the_config_and_stays_out_of_its_hash_at_zero(t
     assert main([*argv, "--warmup-steps", "-1"]) != 0
 
 
+def test_a_setting_added_at_the_top_level_leaves_an_older_nested_one_of_the_same_name_hashed():
+    """PriCDR's ``min_rating`` (new, top level) at its default stays out of the hash; the sequential and RR
+    configs' older ``preprocessing.min_rating`` (None there too) stays in it, so their recorded runs still match."""
+    from privrec.utils.repro import config_hash
+
+    assert config_hash({"min_rating": None, "a": 1}) == config_hash({"a": 1})
+    assert config_hash({"min_rating": 3.0, "a": 1}) != config_hash({"a": 1})
+    assert config_hash({"preprocessing": {"min_rating": None}}) != config_hash({"preprocessing": {}})
+
+
 @pytest.mark.parametrize("model,protocol,flag,expected", [
     ("sasrec", "recbole", [], {"positions": "oldest"}),             # RecBole's convention under its protocol
     ("sasrec", "recbole-masked", [], {"positions": "oldest"}),

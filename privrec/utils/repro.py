@@ -57,16 +57,24 @@ def seed_torch(seed: int) -> None:
 # Settings added after results were recorded, with the default that reproduces the behaviour before them:
 # at that default they are left out of every hashed configuration (:func:`without_later_defaults`), so a
 # record or state made before the setting existed keeps its fingerprint and stays reusable.
-LATER_DEFAULTS: dict[str, object] = {"warmup_steps": 0, "precision": "fp32", "testbed": "dense", "min_rating": None}
+LATER_DEFAULTS: dict[str, object] = {"warmup_steps": 0, "precision": "fp32", "testbed": "dense"}
+# The same, for settings added at the top level of a configuration only: a key of that name nested deeper is an
+# older setting and stays hashed (PriCDR's ``min_rating`` is new; ``preprocessing.min_rating`` is not).
+TOP_LEVEL_LATER_DEFAULTS: dict[str, object] = {"min_rating": None}
 
 
-def without_later_defaults(config):
-    """``config`` (nested dicts/lists) without the keys of :data:`LATER_DEFAULTS` that hold their default."""
+def _at_default(k, v, defaults: dict) -> bool:
+    return k in defaults and v == defaults[k] and type(v) is type(defaults[k])
+
+
+def without_later_defaults(config, top: bool = True):
+    """``config`` (nested dicts/lists) without the keys of :data:`LATER_DEFAULTS` that hold their default (and,
+    at its top level, those of :data:`TOP_LEVEL_LATER_DEFAULTS`)."""
     if isinstance(config, dict):
-        return {k: without_later_defaults(v) for k, v in config.items()
-                if not (k in LATER_DEFAULTS and v == LATER_DEFAULTS[k] and type(v) is type(LATER_DEFAULTS[k]))}
+        return {k: without_later_defaults(v, False) for k, v in config.items()
+                if not (_at_default(k, v, LATER_DEFAULTS) or (top and _at_default(k, v, TOP_LEVEL_LATER_DEFAULTS)))}
     if isinstance(config, (list, tuple)):
-        return type(config)(without_later_defaults(v) for v in config)
+        return type(config)(without_later_defaults(v, False) for v in config)
     return config
 
 
