@@ -219,3 +219,19 @@ def _certificates_travel_with_the_records(cfg, tmp_path, releases, R):
     logs.clear()
     R.reproduce(cfg, out, log=logs.append, train_missing=False)                      # recorded once
     assert not any("certificate of" in m for m in logs)
+
+
+def test_validity_says_what_share_of_history_items_is_published_unchanged_and_the_per_item_ldp():
+    """Known answer at ε = 1 (target ε/(1+ε) = 1/2): n = 1 keeps with 1/2, n = 3 with 2^(-1/3); the expected
+    unchanged share weighs users by their items; per-item LDP ln(k/(1-k)) runs from 0 to ln(k3/(1-k3))."""
+    import math
+
+    import numpy as np
+
+    from privrec.experiments.rr_report import validity
+
+    (v,) = validity(np.array([0, 1, 3]), [1.0])
+    k3 = 2 ** (-1 / 3)
+    assert v["items_kept"] == pytest.approx((0.5 + 3 * k3) / 4)
+    assert v["item_ldp"] == pytest.approx([0.0, math.log(k3 / (1 - k3))])
+    assert v["users"] == 2 and v["outside_validity"] == 0.0
