@@ -37,6 +37,10 @@ class CheckpointError(PrivrecError):
     """A saved model cannot be read or does not match the code."""
 
 
+class BudgetError(PrivrecError):
+    """A call would take a model's certified privacy loss past the budget the user set."""
+
+
 class ReleaseError(PrivrecError):
     """A release folder is missing, uncertified, tampered with, or being written by another process."""
 

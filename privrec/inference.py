@@ -15,9 +15,9 @@ import torch
 
 from privrec.data.interactions import IdMap
 from privrec.data.sequences import Sequences, pad_left
-from privrec.errors import ParameterError
+from privrec.errors import BudgetError, ParameterError
 from privrec.models import Recommender
-from privrec.training.checkpoint import model_from_checkpoint, read_checkpoint
+from privrec.training.checkpoint import model_from_checkpoint, read_checkpoint, save_checkpoint
 
 
 @dataclass
@@ -41,13 +41,63 @@ class TrainedModel:
             meta=payload.get("meta", {}),
         )
 
+    # ---- the privacy ledger of a model whose inference draws noise (DIPSGNN): every call charges it
+    @property
+    def charged(self) -> bool:
+        """Whether this model draws noise at inference and so charges its privacy ledger."""
+        return getattr(self.model, "ledger", None) is not None and float(getattr(self.model, "sigma", 0)) > 0
+
+    def guarantee(self, planned_users=None):
+        """The model's certificate from its ledger (None for a model that draws no noise); with ``planned_users``
+        (the user rows a call is about to run, one entry per forward pass) what it would be after that call."""
+        if not self.charged:
+            return None
+        ledger = self.model.ledger
+        if planned_users is not None:
+            from privrec.privacy.ledger import Charges
+
+            ledger = Charges(ledger.mechanism, ledger.unit, ledger.counts.copy())
+            for _ in range(self.model.steps):
+                ledger.charge(np.asarray(planned_users))
+        return self.model.guarantee(float(self.meta.get("config", {}).get("delta", 1e-6)), ledger=ledger)
+
+    def check_budget(self, budget: float | None, planned_users) -> None:
+        """Refuse (BudgetError) before a call that would take the certified epsilon past ``budget``."""
+        if budget is None or not self.charged:
+            return
+        if not self.model.ledger_complete:
+            raise BudgetError("this checkpoint predates the privacy ledger, so the noisy passes before it are "
+                              "unknown and no budget can be kept; train it again with this version of privrec")
+        g = self.guarantee(planned_users)
+        if g.epsilon > budget:
+            raise BudgetError(f"this call would take the model's certified epsilon to {g.epsilon:.6g} (delta "
+                              f"{g.delta:.3g}, {g.parameters['passes']} noisy passes of the most-read user graph), past "
+                              f"--budget {budget:g}; nothing was run. Raise --budget, or ask for fewer users")
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the checkpoint back atomically with the model's current state (its ledger) and certificate."""
+        meta = dict(self.meta)
+        g = self.guarantee()
+        if g is not None:
+            meta["privacy_ledger"] = {"summary": g.summary(), "guarantee": g.to_dict()}
+        save_checkpoint(path, self.model, users=self.users, items=self.items, history=self.history,
+                        max_len=self.max_len, meta=meta)
+        self.meta = meta
+
     @cached_property
     def _reads(self) -> Sequences:
         return self.model.read(self.history)
 
+    def user_rows(self, user_ids) -> np.ndarray:
+        """The model's rows of raw user ids (unknown ids raise a clear error)."""
+        if isinstance(user_ids, (str, int)):
+            user_ids = [user_ids]
+        return self.users.encode([str(u) for u in user_ids])
+
     @torch.no_grad()
     def recommend(self, user_ids, k: int = 10, exclude_seen: bool = True) -> dict[str, list[str]]:
-        """Top-``k`` raw item ids for each raw user id (unknown ids raise a clear error)."""
+        """Top-``k`` raw item ids for each raw user id (unknown ids raise a clear error). A model whose inference
+        draws noise (DIPSGNN) charges its ledger: :meth:`save` writes that back to the checkpoint."""
         if k < 1:
             raise ParameterError(f"k must be >= 1, got {k}")
         if isinstance(user_ids, (str, int)):

@@ -18,6 +18,9 @@ from privrec.cli.options import (
 from privrec.errors import ParameterError
 from privrec.models import MODELS
 
+BUDGET_HELP = ("For a model whose inference draws noise (DIPSGNN): refuse, running nothing, if this call would take "
+               "its certified epsilon (the checkpoint's privacy ledger) past this value.")
+
 
 @click.command()
 # DASL needs two domains' sequences (reproduce pricdsr); the matrix models train with --target
@@ -265,8 +268,10 @@ def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup
 @click.option("--stage", type=click.Choice(["test", "valid"]), default="test", show_default=True)
 @eval_options
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for sampled negatives.")
-def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks, seed) -> None:
-    """Re-evaluate a saved model on its dataset's split (e.g. with sampled ranking)."""
+@click.option("--budget", type=float, default=None, help=BUDGET_HELP)
+def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks, seed, budget) -> None:
+    """Re-evaluate a saved model on its dataset's split (e.g. with sampled ranking). A model whose inference
+    draws noise (DIPSGNN) charges its privacy ledger: the checkpoint is rewritten with the raised certificate."""
     import numpy as np
 
     from privrec.evaluation.evaluator import evaluate as run_eval
@@ -309,11 +314,16 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     if mask_history is None:             # the protocol the model was trained and selected under
         mask_history = bool(cfg.get("eval", {}).get("mask_history", True))
     ec = eval_config(eval_mode, negatives, sampler, mask_history, seed, ks)
+    before = trained.guarantee()
+    if trained.charged:                  # one noisy forward pass per evaluated sample, charged to its user
+        rows_ = np.flatnonzero(task.stage_targets(stage).lengths > 0)
+        trained.check_budget(budget, task.eval_batch(stage, rows_)["user"].numpy())
     result = run_eval(trained.model, task, stage, ec)
     click.echo(f"{cfg['model']} on {cfg['dataset']}, {stage} split, {ec.label}, {result.n_users:,} users")
     ks = sorted({int(k.split('@')[1]) for k in result.metrics})
     rows = [[f"@{k}"] + [f"{result.metrics[f'{m}@{k}']:.4f}" for m in ("ndcg", "hr", "recall", "mrr")] for k in ks]
     click.echo(text_table(["K", "NDCG", "HR", "Recall", "MRR"], rows))
+    _charge(trained, checkpoint, before)
 
 
 @click.command()
@@ -321,13 +331,30 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
 @click.option("--user", "users", multiple=True, required=True, help="Raw user id (repeatable).")
 @click.option("-k", "--k", type=int, default=10, show_default=True)
 @click.option("--include-seen", is_flag=True, help="Allow items the user already interacted with.")
-def recommend(checkpoint, users, k, include_seen) -> None:
-    """Top-K raw item ids for each --user from a trained CHECKPOINT."""
+@click.option("--budget", type=float, default=None, help=BUDGET_HELP)
+def recommend(checkpoint, users, k, include_seen, budget) -> None:
+    """Top-K raw item ids for each --user from a trained CHECKPOINT. A model whose inference draws noise
+    (DIPSGNN) charges its privacy ledger: the checkpoint is rewritten with the raised certificate."""
     from privrec.inference import TrainedModel
 
     trained = TrainedModel.load(checkpoint)
+    before = trained.guarantee()
+    trained.check_budget(budget, trained.user_rows(list(users)))
     recs = trained.recommend(list(users), k=k, exclude_seen=not include_seen)
     for user, items in recs.items():
         click.echo(f"{user}:")
         for rank, item in enumerate(items, 1):
             click.echo(f"  {rank:2d}. {item}")
+    _charge(trained, checkpoint, before)
+
+
+def _charge(trained, checkpoint, before) -> None:
+    """Write a noisy model's charged ledger back to its checkpoint and say what the call cost."""
+    if not trained.charged:
+        return
+    trained.save(checkpoint)
+    after = trained.guarantee()
+    click.echo(f"privacy ledger: epsilon {before.epsilon:.6g} -> {after.epsilon:.6g} (delta {after.delta:.3g}; "
+               f"{after.parameters['passes']} noisy passes of the most-read user graph), written to {checkpoint}"
+               + ("" if trained.model.ledger_complete else " [this checkpoint predates the ledger: the passes "
+                  "before it are not counted]"), err=True)

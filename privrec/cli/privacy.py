@@ -189,7 +189,9 @@ def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: f
 
 
 @click.command()
-@click.argument("mechanism", type=click.Choice(list(MECHANISMS)))
+@click.argument("mechanism", type=click.Choice(list(MECHANISMS)), required=False)
+@click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
+              help="Instead of a MECHANISM: the privacy ledger of a trained model (what its noisy passes so far cost).")
 @click.option("--epsilon", type=float, default=None, help="Privacy parameter of the mechanism.")
 @click.option("--delta", type=float, default=1e-5, show_default=True)
 @click.option("--n-items", type=click.IntRange(min=1), default=3706, show_default=True, help="sdp/rr/jlt: items.")
@@ -210,14 +212,22 @@ def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: f
               help="graph: forward passes over a user's graph.")
 @click.option("--unit", type=click.Choice(["edge", "interaction"]), default="edge", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the full guarantee as JSON.")
-def guarantee(mechanism: str, epsilon: float | None, as_json: bool, **params) -> None:
-    """What a parameter setting gives, without touching data (true value next to the paper's claim).
+def guarantee(mechanism: str | None, checkpoint: str | None, epsilon: float | None, as_json: bool, **params) -> None:
+    """What a parameter setting gives, without touching data (true value next to the paper's claim); or, with
+    --checkpoint, what a trained model's noisy passes have cost so far (its privacy ledger).
 
-    Example: privrec guarantee pfcr-paper --epsilon 0.5 --buckets 64
+    Examples: privrec guarantee pfcr-paper --epsilon 0.5 --buckets 64;
+    privrec guarantee --checkpoint runs/dipsgnn-seed0.pt
     """
     from privrec.privacy.registry import guarantee_of
     from privrec.release.publish import numerically_safe
 
+    if (mechanism is None) == (checkpoint is None):
+        raise ParameterError("give a MECHANISM (what a setting gives) or --checkpoint PATH (a model's ledger), not "
+                             "both or neither")
+    if checkpoint is not None:
+        _ledger(checkpoint, as_json)
+        return
     g = numerically_safe(mechanism, lambda: guarantee_of(mechanism, epsilon, **params))
     noise = [v for k, v in g.parameters.items() if k in ("w", "sigma", "noise_std") and isinstance(v, float)]
     if (epsilon is not None and epsilon > 0 and g.epsilon == 0) or any(not np.isfinite(v) for v in noise):
@@ -229,6 +239,30 @@ def guarantee(mechanism: str, epsilon: float | None, as_json: bool, **params) ->
         click.echo(g.summary())
         for r in g.related:
             click.echo("  also: " + r.summary())
+
+
+def _ledger(checkpoint: str, as_json: bool) -> None:
+    """``privrec guarantee --checkpoint``: the model's certificate from its ledger, and the ledger itself."""
+    from privrec.inference import TrainedModel
+
+    trained = TrainedModel.load(checkpoint)
+    g = trained.guarantee()
+    if g is None:
+        click.echo(f"{checkpoint}: {trained.model.name} draws no noise when it is trained or used, so its checkpoint "
+                   "carries no privacy ledger (see the report of the run that trained it for any release it read)")
+        return
+    if as_json:
+        click.echo(json.dumps(g.to_dict(), indent=2, default=str))
+        return
+    led = g.parameters["ledger"]
+    click.echo(g.summary())
+    for r in g.related:
+        click.echo("  also: " + r.summary())
+    click.echo(f"ledger: {led['mechanism']}, {led['charges']:,} charges over {led['units_charged']:,} units "
+               f"({led['unit']}); the most-charged unit: {led['worst_unit_charges']:,} noisy steps = "
+               f"{g.parameters['passes']:,} passes of T = {g.parameters['T']}"
+               + ("" if g.parameters.get("ledger_complete", True) else
+                  "; this checkpoint predates the ledger: passes before it are not counted"))
 
 
 @click.command()

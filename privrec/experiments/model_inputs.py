@@ -89,11 +89,16 @@ def passes(cfg, split: Split, epochs: int) -> int:
     return epochs * max(min(cfg.max_len, longest) - 1, 1) + epochs + 1
 
 
-def graph_guarantee(model, cfg, split: Split, epochs: int):
-    """DIPSGNN's honest (epsilon, delta) over the run: every noisy aggregation that read a protected transition."""
-    from privrec.privacy.graph import guarantee
-
-    return guarantee(model.sigma, model.clip, model.steps, passes(cfg, split, epochs), cfg.delta)
+def graph_guarantee(model, cfg, split: Split, epochs: int, log=None):
+    """DIPSGNN's honest (epsilon, delta) over everything the model released so far, from its privacy ledger
+    (:meth:`privrec.models.dipsgnn.DIPSGNN.guarantee`). ``log`` hears when the ledger counted more passes than
+    the plan (:func:`passes`) that calibrated sigma: the certified epsilon is then above the epsilon2 asked for."""
+    plan = passes(cfg, split, epochs)
+    g = model.guarantee(cfg.delta, plan)
+    if log is not None and model.noisy_passes() > plan:
+        log(f"dipsgnn: the ledger counted {model.noisy_passes()} noisy passes of the most-read user graph, more than "
+            f"the {plan} planned when sigma was calibrated: the certified epsilon ({g.epsilon:.4g}) is above epsilon2")
+    return g
 
 
 def dipsgnn_sigma(cfg, split: Split, log) -> dict:

@@ -264,7 +264,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
                                                             fit.epochs_run * task.steps_per_epoch, cfg.delta,
                                                             cfg.dpsgd_clip).to_dict()
         if getattr(model, "sigma", None) is not None:
-            run_result["graph_guarantee"] = PI.graph_guarantee(model, cfg, split, fit.epochs_run).to_dict()
+            run_result["graph_guarantee"] = PI.graph_guarantee(trainer.model, cfg, split, fit.epochs_run,
+                                                               log).to_dict()
         elif graph_cert is not None:
             run_result["dpmf_guarantee" if hasattr(model, "set_noise") else "graph_guarantee"] = graph_cert.to_dict()
         if out_dir is not None:
@@ -274,7 +275,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
             save_checkpoint(ckpt, trainer.model, users=inter.users, items=inter.items,
                             history=history, max_len=cfg.max_len,
                             meta={"config": cfg.to_dict(), "seed": seed, "test": test.to_dict(),
-                                  "environment": environment()})
+                                  "environment": environment(), **_ledger_meta(trainer.model, cfg)})
             run_result["checkpoint"] = ckpt.name
         runs.append(run_result)
         if on_run is not None:
@@ -353,3 +354,11 @@ def _run_hash(cfg: SequentialConfig, split: Split) -> str:
     d.pop("seeds")
     d.pop("time_precision")         # the split's contents (hashed below) already say which order it has
     return config_hash(d, *(a for s in (split.train, split.valid, split.test) for a in (s.indptr, s.items)))
+
+
+def _ledger_meta(model, cfg) -> dict:
+    """What a checkpoint says about its privacy ledger (a model whose inference draws noise: DIPSGNN)."""
+    if getattr(model, "ledger", None) is None or not float(getattr(model, "sigma", 0)) > 0:
+        return {}
+    g = model.guarantee(cfg.delta)
+    return {"privacy_ledger": {"summary": g.summary(), "guarantee": g.to_dict()}}

@@ -14,8 +14,11 @@
   generator, saved with its weights). APGNN: degree-normalised adjacency, no clipping, no noise.
 * **Readout** (Eqs. 10–11): ``z_u = W3 (z_g ⊕ z_l ⊕ e_u)``, scores ``z_u · e_j`` (Eq. 12).
 
-What one training run spends is not the model's business: the experiment composes every noisy
-aggregation a user's graph goes through (:func:`privrec.privacy.graph.guarantee`).
+What it spends is counted where the noise is drawn: every noisy step charges the model's ledger
+(:class:`privrec.privacy.ledger.Charges`) with the users whose graphs it read; the certificate composes
+the most-charged user's steps (:func:`privrec.experiments.model_inputs.graph_guarantee`, via
+:func:`privrec.privacy.graph.guarantee`), whatever ran them — training, validation, both test maskings,
+``privrec evaluate`` or ``recommend`` on a checkpoint.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ from torch import nn
 
 from privrec.models.srgnn import SRGNN
 from privrec.privacy.graph import dipsgnn_step
+from privrec.privacy.ledger import Charges
+
+LEDGER_MECHANISM = "dipsgnn-aggregation-step"
+LEDGER_UNIT = "user graph (every transition in it)"
+_LEDGER_TAG = torch.tensor(list(b"privrec-ledger/1"), dtype=torch.uint8)
 
 
 class APGNN(SRGNN):
@@ -89,15 +97,57 @@ class DIPSGNN(APGNN):
         # the aggregation noise has its own generator, seeded from torch's (so by the training seed) and saved
         # with the weights (get_extra_state): a resumed run replays exactly the noise it would have drawn
         self.noise = torch.Generator().manual_seed(int(torch.randint(2 ** 62, (1,))))
+        # the privacy ledger: every noisy step charges the user graphs it read, when it draws the noise
+        # (training, validation, testing, evaluate, recommend); it travels with the noise state, and
+        # restoring the best weights leaves both where they are (privrec.training.model_state)
+        self.ledger = Charges.new(n_users, LEDGER_MECHANISM, LEDGER_UNIT)
+        self.ledger_complete = True         # False for a state saved before models carried their ledger
 
     def get_extra_state(self) -> torch.Tensor:
-        """The noise generator's state (a uint8 tensor, so checkpoints treat it like a weight)."""
-        return self.noise.get_state()
+        """The noise generator's state, then the ledger's counts (int64 bytes): one uint8 tensor, so training
+        states and checkpoints carry (and hash) it like a weight, and restoring the best weights leaves it."""
+        counts = self.ledger.state().view(torch.uint8)
+        return torch.cat([self.noise.get_state(), _LEDGER_TAG, counts])
 
     def set_extra_state(self, state: torch.Tensor) -> None:
-        self.noise.set_state(state)
+        n = len(self.noise.get_state())
+        self.noise.set_state(state[:n].clone())
+        if len(state) == n:                            # written before the ledger: its passes are unknown
+            self.ledger_complete = False
+            return
+        if not torch.equal(state[n:n + len(_LEDGER_TAG)], _LEDGER_TAG):
+            raise ValueError("DIPSGNN extra state: not a noise state followed by a privacy ledger")
+        self.ledger.load(state[n + len(_LEDGER_TAG):].clone().view(torch.int64))
+        self.ledger_complete = True
 
     def aggregate(self, a_in, a_out, h, batch=None):
         """Alg. 4 lines 5–11: joint rows clipped to norm C, noisy in- and out-sums, linear maps."""
         h_in, h_out = dipsgnn_step(a_in, a_out, self.joint(h, batch), self.clip, self.sigma, self.noise)
+        if self.sigma > 0:
+            self.ledger.charge(batch["user"])          # one noisy step read each row's user graph
         return torch.cat([self.edge_in(h_in), self.edge_out(h_out)], -1)
+
+    def noisy_passes(self) -> int:
+        """Forward passes (T noisy steps each) that read the most-read user graph, from the ledger."""
+        return -(-self.ledger.worst() // self.steps)
+
+    def guarantee(self, delta: float, plan: int | None = None, ledger: Charges | None = None):
+        """The honest (epsilon, delta) of every noisy aggregate this model has released (its ledger's most-read
+        user graph; ``ledger`` instead, e.g. a copy charged with what a call is about to run). A state that
+        predates the ledger is certified on the larger of the ledger and ``plan`` (passes counted in advance)."""
+        from dataclasses import replace
+
+        from privrec.privacy.graph import guarantee
+
+        ledger = ledger or self.ledger
+        counted = -(-ledger.worst() // self.steps)
+        used = counted if self.ledger_complete else max(counted, plan or 0)
+        g = guarantee(self.sigma, self.clip, self.steps, max(used, 1), delta)
+        note = (f"passes counted by the model's privacy ledger as the noise was drawn: {counted} for the most-read "
+                "user graph (training, validation and every test or inference pass" +
+                (f"; the plan that calibrated sigma counted {plan})" if plan is not None else ")")
+                if self.ledger_complete else
+                f"passes: the larger of the ledger's {counted} and the plan's {plan} (the model's state predates the "
+                "ledger, so the passes before it are not counted)")
+        return replace(g, notes=(*g.notes, note), parameters={**g.parameters, "ledger": ledger.summary(),
+                                                              "ledger_complete": self.ledger_complete})

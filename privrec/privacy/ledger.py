@@ -1,9 +1,15 @@
-"""Compose the guarantees of one pipeline.
+"""Privacy ledgers: what a pipeline released, recorded as it is released.
 
-Entries with the same unit of privacy compose. When every entry of a unit carries a
-``dp_accounting`` event under the same neighbouring relation, the total comes from the
-accountants (tighter of RDP and PLD); otherwise from basic composition (sum of epsilons
-and deltas), which always holds.
+* :class:`Charges` — the ledger a noisy operation charges *at the moment it draws noise*: per
+  protected unit (e.g. a user's graph), how many times one repeated mechanism (fixed parameters)
+  read it. The certificate is the composition over the most-charged unit (an upper bound for every
+  unit inside it), so passes that a plan forgot (a second test masking, ``evaluate`` or ``recommend``
+  on a checkpoint) are counted because they happened, not because someone listed them. It travels
+  in a model's extra state, hence in its training states and checkpoints.
+* :class:`Ledger` — composes heterogeneous guarantees of one pipeline: entries with the same unit of
+  privacy compose; when every entry of a unit carries a ``dp_accounting`` event under the same
+  neighbouring relation, the total comes from the accountants (tighter of RDP and PLD); otherwise
+  from basic composition (sum of epsilons and deltas), which always holds.
 """
 
 from __future__ import annotations
@@ -12,9 +18,55 @@ import math
 from dataclasses import dataclass, field
 
 import dp_accounting
+import numpy as np
+import torch
 
 from privrec.privacy import accounting
 from privrec.privacy.guarantee import Guarantee
+
+
+@dataclass
+class Charges:
+    """Per-unit charges of one repeated noisy mechanism: ``counts[u]`` = releases that read unit ``u``.
+
+    ``mechanism`` names the release (e.g. ``"dipsgnn-aggregation-step"``) and ``unit`` what a count
+    protects (e.g. ``"user graph"``). Charging is O(units charged) (``np.add.at``)."""
+
+    mechanism: str
+    unit: str
+    counts: np.ndarray
+
+    @classmethod
+    def new(cls, n_units: int, mechanism: str, unit: str) -> Charges:
+        if n_units < 1:
+            raise ValueError(f"a ledger needs at least one unit, got {n_units}")
+        return cls(mechanism, unit, np.zeros(int(n_units), np.int64))
+
+    def charge(self, units) -> None:
+        """One release read each of ``units`` (ids in [0, n_units); a unit listed k times is charged k times)."""
+        idx = units.detach().cpu().numpy() if isinstance(units, torch.Tensor) else np.asarray(units)
+        idx = idx.astype(np.int64, copy=False).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= len(self.counts)):
+            raise ValueError(f"unit ids must lie in [0, {len(self.counts)}), got {idx.min()}..{idx.max()}")
+        np.add.at(self.counts, idx, 1)
+
+    def worst(self) -> int:
+        """The most charges any one unit took (what the certificate composes)."""
+        return int(self.counts.max())
+
+    def summary(self) -> dict:
+        return {"mechanism": self.mechanism, "unit": self.unit, "charges": int(self.counts.sum()),
+                "units_charged": int((self.counts > 0).sum()), "worst_unit_charges": self.worst()}
+
+    def state(self) -> torch.Tensor:
+        """The counts as a tensor (so a model's extra state, training states and checkpoints carry them)."""
+        return torch.from_numpy(self.counts.copy())
+
+    def load(self, counts: torch.Tensor) -> None:
+        counts = counts.detach().cpu().numpy().astype(np.int64)
+        if counts.shape != self.counts.shape or (counts < 0).any():
+            raise ValueError(f"ledger counts must be {self.counts.shape} non-negative integers, got {counts.shape}")
+        self.counts = counts
 
 
 @dataclass

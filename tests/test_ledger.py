@@ -1,0 +1,147 @@
+"""The privacy ledger that the noise itself charges (issue 75): every noisy DIPSGNN step charges the user graphs
+it reads when it draws the noise, in training, validation, both test maskings, ``evaluate`` and ``recommend``;
+the certificate composes the most-charged graph's passes; a checkpoint carries the ledger; ``--budget`` refuses a
+call before it runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from privrec.cli import main
+from privrec.privacy.ledger import Charges
+
+
+def test_charges_count_every_unit_each_time_it_is_read_and_round_trip():
+    c = Charges.new(5, "m", "user")
+    c.charge(np.array([1, 1, 3]))
+    c.charge(torch.tensor([3, 4]))
+    assert c.counts.tolist() == [0, 2, 0, 2, 1] and c.worst() == 2
+    assert c.summary() == {"mechanism": "m", "unit": "user", "charges": 5, "units_charged": 3, "worst_unit_charges": 2}
+    d = Charges.new(5, "m", "user")
+    d.load(c.state())
+    assert d.counts.tolist() == c.counts.tolist()
+    with pytest.raises(ValueError, match=r"\[0, 5\)"):
+        c.charge([5])
+    with pytest.raises(ValueError, match="non-negative"):
+        d.load(torch.tensor([0, -1, 0, 0, 0]))
+
+
+def _inter(frame: pd.DataFrame, path: Path) -> None:
+    out = frame[["user_id", "item_id", "rating", "timestamp"]].copy()
+    out.columns = ["user_id:token", "item_id:token", "rating:float", "timestamp:float"]
+    out.to_csv(path, sep="\t", index=False)
+
+
+@pytest.fixture
+def counted(tmp_path, monkeypatch):
+    """A featured log in the DIPSGNN format, and the noise sampler instrumented: every row of noise drawn is
+    recorded against the user of its graph."""
+    monkeypatch.chdir(tmp_path)
+    frame = pd.DataFrame([(f"u{u}", f"i{(u + t) % 30}", 5.0, float(100 * u + t)) for u in range(1, 41)
+                          for t in range(14)], columns=["user_id", "item_id", "rating", "timestamp"])
+    _inter(frame, Path("feat.inter"))
+    rng = np.random.default_rng(0)
+    users = sorted(frame.user_id.unique())
+    pd.DataFrame({"user_id:token": users, "age:float": rng.choice([1, 18, 25], len(users)).astype(float),
+                  "gender:token": rng.choice(["F", "M"], len(users)),
+                  "occupation:float": rng.integers(0, 21, len(users)).astype(float)}).to_csv(
+        "feat.user", sep="\t", index=False)
+    from privrec.models import dipsgnn as D
+
+    draws: list[np.ndarray] = []
+    real_step, real_joint = D.dipsgnn_step, D.APGNN.joint
+    seen: dict[str, torch.Tensor] = {}
+
+    def joint(self, h, batch):                    # remember whose graphs the next noisy step reads
+        seen["user"] = batch["user"]
+        return real_joint(self, h, batch)
+
+    def step(a_in, a_out, h, clip, sigma, generator):
+        draws.append(seen["user"].numpy().copy())   # one noise draw per graph row of this step
+        return real_step(a_in, a_out, h, clip, sigma, generator)
+
+    monkeypatch.setattr(D.APGNN, "joint", joint)
+    monkeypatch.setattr(D, "dipsgnn_step", step)
+    return draws
+
+
+def _drawn(draws, n_users: int) -> np.ndarray:
+    return np.bincount(np.concatenate(draws), minlength=n_users) if draws else np.zeros(n_users, np.int64)
+
+
+def test_ledger_counts_every_noise_draw_of_train_evaluate_and_recommend(counted):
+    from privrec.inference import TrainedModel
+
+    argv = ["train", "dipsgnn", "--dataset", "feat.inter", "--protocol", "dipsgnn", "--epochs", "1", "--out", "run",
+            "--set", "hidden=8", "--set", "user_dim=4", "--quiet"]
+    assert main(argv) == 0
+    ckpt = Path("run/dipsgnn-seed0.pt")
+    trained = TrainedModel.load(ckpt)
+    n = len(trained.model.ledger.counts)
+    assert np.array_equal(trained.model.ledger.counts, _drawn(counted, n))     # train, validation, both maskings
+    g0 = trained.guarantee()
+    assert g0.parameters["passes"] == trained.model.ledger.worst() == _drawn(counted, n).max()
+    assert trained.meta["privacy_ledger"]["guarantee"]["epsilon"] == pytest.approx(g0.epsilon)
+    import json
+
+    report = json.loads(Path("run/results.json").read_text())
+    assert report["runs"][0]["graph_guarantee"]["parameters"]["passes"] == g0.parameters["passes"]
+
+    assert main(["evaluate", str(ckpt)]) == 0                                    # charges, writes back
+    after_eval = TrainedModel.load(ckpt)
+    assert np.array_equal(after_eval.model.ledger.counts, _drawn(counted, n))
+    g1 = after_eval.guarantee()
+    assert g1.epsilon > g0.epsilon and after_eval.meta["privacy_ledger"]["guarantee"]["epsilon"] == g1.epsilon
+
+    assert main(["recommend", str(ckpt), "--user", "u3", "--user", "u3", "-k", "3"]) == 0
+    after_rec = TrainedModel.load(ckpt)
+    assert np.array_equal(after_rec.model.ledger.counts, _drawn(counted, n))
+    row = int(after_rec.user_rows(["u3"])[0])
+    assert after_rec.model.ledger.counts[row] - after_eval.model.ledger.counts[row] == 2   # asked twice: two passes
+
+    calls = len(counted)                       # a budget below what the call would reach: refused, nothing drawn
+    assert main(["recommend", str(ckpt), "--user", "u3", "--budget", str(g1.epsilon)]) != 0
+    assert main(["evaluate", str(ckpt), "--budget", str(g1.epsilon)]) != 0
+    assert len(counted) == calls and np.array_equal(TrainedModel.load(ckpt).model.ledger.counts,
+                                                    after_rec.model.ledger.counts)
+    assert main(["recommend", str(ckpt), "--user", "u3", "--budget", "1e9"]) == 0    # within it: runs
+
+
+def test_restoring_the_best_weights_keeps_the_ledger_and_an_old_state_is_flagged():
+    from privrec.models.dipsgnn import DIPSGNN
+    from privrec.training.model_state import learned_state, load_learned_state
+
+    torch.manual_seed(0)
+    m = DIPSGNN(n_items=5, n_users=3, n_features=2, max_len=4, hidden=4, user_dim=2)
+    best = {k: v.clone() for k, v in learned_state(m).items()}
+    m.ledger.charge([1, 2, 2])
+    load_learned_state(m, best, "best weights", keep_streams=True)          # the end of training
+    assert m.ledger.counts.tolist() == [0, 1, 2]
+    load_learned_state(m, best, "state")                                     # a resume rewinds both, consistently
+    assert m.ledger.counts.tolist() == [0, 0, 0] and m.ledger_complete
+    old = m.noise.get_state()                                                # a state written before the ledger
+    m.set_extra_state(old)
+    assert not m.ledger_complete
+    g = m.guarantee(1e-6, plan=7)
+    assert g.parameters["passes"] == 7 and "predates the ledger" in g.notes[-1]
+
+
+def test_guarantee_prints_a_checkpoints_ledger(counted, capsys):
+    argv = ["train", "dipsgnn", "--dataset", "feat.inter", "--protocol", "dipsgnn", "--epochs", "1", "--out", "run",
+            "--set", "hidden=8", "--set", "user_dim=4", "--quiet"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["guarantee", "--checkpoint", "run/dipsgnn-seed0.pt"]) == 0
+    out = capsys.readouterr().out
+    assert "ledger: dipsgnn-aggregation-step" in out and "the most-charged unit" in out and "epsilon=" in out
+    assert main(["guarantee"]) != 0                                       # neither a mechanism nor a checkpoint
+    assert main(["train", "sasrec", "--dataset", "feat.inter", "--protocol", "raw", "--epochs", "1", "--out", "s",
+                 "--set", "hidden=8", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["guarantee", "--checkpoint", "s/sasrec-seed0.pt"]) == 0
+    assert "carries no privacy ledger" in capsys.readouterr().out
