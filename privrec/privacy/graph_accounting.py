@@ -188,7 +188,8 @@ def _guarantee_one(s: float, c: float, t: int, p: int, d: float, unit: str) -> G
                      "the aggregate releases for given H only.")
     return Guarantee(
         mechanism="dipsgnn-noisy-aggregation",
-        definition="(epsilon, delta)-DP of the noisy aggregates over all training passes",
+        definition="(epsilon, delta)-DP of the noisy aggregates over all noisy passes (training, validation, "
+                   "testing and any inference since)",
         epsilon=eps, delta=d, unit=_UNITS[unit],
         parameters={"sigma": s, "C": c, "T": t, "passes": p, "delta": d, "sensitivity": sens,
                     "noise_multiplier": z, "steps_composed": t * p, "unit": unit},
