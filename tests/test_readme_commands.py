@@ -71,6 +71,8 @@ VARIANTS: dict[str, str] = {
         "publish rr ml-100k -o out/ml1m-rr --epsilon 1 --format csv",
     "privrec publish features ml-1m -o out/users --epsilon 4": "publish features ml-1m -o out/users --epsilon 4",
     "privrec guarantee pfcr-paper --epsilon 0.5 --buckets 64": "guarantee pfcr-paper --epsilon 0.5 --buckets 64",
+    "privrec guarantee --checkpoint runs/dipsgnn-ml-1m/dipsgnn-seed0.pt":
+        "guarantee --checkpoint runs/dipsgnn-ml-100k/dipsgnn-seed0.pt",
     "privrec audit sdp": "audit sdp --samples 2000",
     "privrec reproduce pricdsr": "reproduce pricdsr --quick --data shop.csv --domain-field category --out rep/pricdsr",
     "privrec reproduce pricdsr --report-only":
