@@ -71,6 +71,7 @@ def test_reproduce_dipsgnn_trains_the_grid_with_honest_epsilons_and_resumes(toy,
     assert all(p["summary"] for p in res["sweeps"]["fig7_ablation"])
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Table 2 analog" in md and "Claim check" in md and "none proven" in md and "Fig. 7" in md and "](figs3-7.png)" in md
+    assert "| model private |" in md and "no: only the aggregates are noised" in md        # DIPSGNN's weights are not
     assert (tmp_path / "out" / "figs3-7.png").stat().st_size > 1000
     logs.clear()
     again = D.reproduce(cfg, tmp_path / "out", log=logs.append)          # all finished: nothing retrained

@@ -114,6 +114,21 @@ def _name(lab: dict) -> str:
     return lab["method"] + (f" ({lab['accounting']} accounting)" if lab["accounting"] == "honest" else "")
 
 
+# Is the *model* (the weights and the recommendations) private, and why: the certificate's ε covers what it
+# names, which for most methods here is not the trained model.
+MODEL_PRIVATE = {
+    "DIPSGNN": "no: only the aggregates are noised; the readout (last item, attention over positions), the "
+               "next-item labels and each graph's node set are read raw",
+    "EdgeRand": "no: only the adjacency is noised; labels, node sets and the readout are read raw",
+    "DP-SGD": "yes, per training sample: Opacus' clipping and noise cover every weight update",
+    "DPMF": "no: nothing proven (see its certificate)",
+}
+
+
+def model_private(method: str) -> str:
+    return MODEL_PRIVATE.get(method, "no: not a private method")
+
+
 def _eps(p: dict | None) -> list[str]:
     if not p or p["true"] is None:
         return ["–", "–", "–"]
@@ -152,14 +167,15 @@ def markdown(res: dict) -> str:
     lines += partial_note(len(res["runs"]), res)
     lines += res.get("environment_note", [])
     header = ["method", *COLS, "paper R@20 / M@20 / R@10 / M@10", "ε₂ (paper's)", "true ε (unit)",
-              "true ε per interaction", "ε₁"]
+              "true ε per interaction", "ε₁", "model private"]
     rows = []
     for lab in res["table"]:
         s = find(summary, lab)
         paper = PAPER_TABLE.get(lab["method"]) if lab["accounting"] != "honest" else None
         p = s["privacy"] if s else None
         rows.append([_name(lab), *_cells(s, COLS), " / ".join(f"{v:.2f}" for v in paper) if paper else "–",
-                     *_eps(p), "–" if not p or p["epsilon1"] is None else f"{p['epsilon1']:g}"])
+                     *_eps(p), "–" if not p or p["epsilon1"] is None else f"{p['epsilon1']:g}",
+                     model_private(lab["method"])])
     lines += ["## Table 2 analog", "", markdown_table(header, rows), "",
               f"ε₂ = {cfg['epsilon2']:g}, ε₁ = {cfg['epsilon1']:g}, δ = {cfg['delta']:g}, C = {cfg['clip']:g}, "
               f"T = {cfg['steps']}. 'ε₂ (paper's)': the budget as the paper states it (DIPSGNN: Thm 4.2 for one "
@@ -169,7 +185,10 @@ def markdown(res: dict) -> str:
               "EdgeRand protect one transition count of a user's graph (edge), DP-SGD one training sample (a "
               "prefix and its label); the per-interaction column is the same run for one interaction inserted or "
               "deleted (up to three transition counts). DIPSGNN (honest accounting) draws σ so the true ε is "
-              f"ε₂ itself; EdgeRand needs no honest row (its one release already costs exactly ε₂).", ""]
+              f"ε₂ itself; EdgeRand needs no honest row (its one release already costs exactly ε₂). 'model "
+              "private': whether that ε also covers the trained weights and what they recommend — for DIPSGNN and "
+              "EdgeRand it does not, so their honest comparison with DP-SGD is of released aggregates against a "
+              "released model.", ""]
     lines += ["**Claim check** (the paper: DIPSGNN beats EdgeRand, +19.99% R@20 on ML-1M; paired by seed)", ""]
     for c in res["claims"]:
         g = c["gap"]
