@@ -41,6 +41,9 @@ def test_reproduce_pricdr_grid_report_and_resume(tmp_path):
     assert "A-jlt-eps64.0-tight-n16-sd1.0-seed0" in res["certificates"]
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Table 1 analog: target B, source A" in md and "true ε" in md and "figs2-5_sweeps.png" in md
+    assert "| model private |" in md and "towards the source (release); not the target" in md   # the unit, per row
+    j = next(line for line in md.splitlines() if line.startswith("| PriCDR-J"))
+    assert "(" in j.split("|")[-3] and j.split("|")[-3].strip() != "–"    # its release's true ε per rating / user row
     assert (tmp_path / "out" / "figs2-5_sweeps.png").stat().st_size > 1000
     logs.clear()
     again = P.reproduce(cfg, tmp_path / "out", log=logs.append, data=data)

@@ -153,6 +153,35 @@ def user_epsilon(cert: dict) -> float | None:
     return next((r["epsilon"] for r in rel if "whole row" in str(r.get("unit_of_privacy", ""))), None)
 
 
+def model_private(method: str) -> str:
+    """Whether a Table 1 method's trained model is private, towards whom."""
+    from privrec.experiments.pricdr import METHODS
+
+    kind = METHODS[method][1]
+    if kind in ("jlt", "sjlt"):
+        return "towards the source (release); not the target"
+    if kind == "noise":
+        return "reads no source data; not the target"
+    if kind is None:
+        return "no source; not the target"
+    return "no: reads the raw source"
+
+
+def _release_epsilon(res: dict, lab: dict) -> str:
+    """'0.00591 / 0.3186 (1.7e-05)' for a release cell, from a finished run's recorded certificate."""
+    from privrec.experiments.pricdr import METHODS
+
+    if METHODS[lab["method"]][1] not in ("jlt", "sjlt"):
+        return "–"
+    cert = next((r["extra"]["certificate"] for r in res["runs"] if _cell(r["labels"]) == _cell(lab)
+                 and (r.get("extra") or {}).get("certificate")), None)
+    if cert is None:
+        return "–"
+    row = user_epsilon(cert)
+    return (f"{fmt_num(cert['guarantee']['epsilon'], '.3g')} / {'–' if row is None else fmt_num(row, '.3g')} "
+            f"({float(cert['guarantee']['delta']):.2g})")
+
+
 def true_epsilons(certs: dict[str, dict]) -> dict[str, tuple[float | None, float, float | None, float]]:
     """release name → (paper's ε, true ε per rating, true ε per user row, δ)."""
     out = {}
@@ -332,9 +361,15 @@ def markdown(res: dict) -> str:
         for m, lab in cells.items():
             s = _find(summary, lab)
             rows.append([m + (" †" if s and s["capped"] else ""), s["runs"] if s else 0]
-                        + [pm(s["test"].get(c)) if s else "–" for c in TABLE])
+                        + [pm(s["test"].get(c)) if s else "–" for c in TABLE]
+                        + [_release_epsilon(res, lab), model_private(m)])
         lines += [f"## Table 1 analog: target {target}, source {source}", "",
-                  markdown_table(["method", "seeds", *TABLE], rows), ""]
+                  markdown_table(["method", "seeds", *TABLE, "source's true ε per rating / per user row (δ)",
+                                  "model private"], rows), "",
+                  "The source's guarantee is the release's (one seed's certificate; every seed's is listed below). "
+                  "'model private': the trained model reads the source only through the release, so it is "
+                  "private towards the source at the release's ε (post-processing); it trains on the raw *target* "
+                  "ratings, which no method here protects.", ""]
     lines += G.markdown(res.get("gates") or [])
     lines += ["## The paper's claims (paired by seed, sampled NDCG@10)", "",
               "'beats': the paired mean ahead at p < 0.05 (two-sided paired t); claims about PriCDR-J/-S/-SYM are "
