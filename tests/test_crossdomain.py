@@ -237,7 +237,7 @@ def test_tiny_reproduction_writes_tables_plot_and_certificate(data, tmp_path):
                      ("PriCDSR-DASL", 1.0)}
     assert all("ndcg@10 (sampled)" in s["test"] and "ndcg@10 (full)" in s["test"] for s in result["summary"])
     md = (tmp_path / "out" / "results.md").read_text()
-    assert "Table II analog" in md and "PriCDSR-DASL (ε=10; true 20 per cell, 100 per interaction or user)" in md
+    assert "Table II analog" in md and "PriCDSR-DASL (ε=10; true 20 per cell, 100 per interaction or user)" in md and "towards the auxiliary users" in md
     assert "paired by seed" in md and len(result["claim"]) == 6     # 3 references x 2 metrics
     # one seed: the gate gives no verdict, and no claim gets one
     assert "Positive-control gate" in md and not any(g["passed"] for g in result["gates"])

@@ -70,7 +70,8 @@ def test_reproduce_pfcr_trains_every_cell_with_certificates_and_resumes(tmp_path
     rows = {s["row"]: s for s in res["summary"]}                   # the true (ε, δ) per client, δ beside ε
     assert rows["PFCR full, codec paper, fedavg"]["delta"] == 0.0                           # pure ε-LDP
     assert 0 < rows["PFCR full, codec calibrated, fedavg"]["delta"] < 1                    # (ε, δ)-LDP
-    assert rows["SASRec"]["delta"] is None and "| true ε per client | δ |" in md
+    assert rows["SASRec"]["delta"] is None and "| true ε per client | δ | model private |" in md
+    assert "no: uploads in the clear" in md and "towards the other platforms (LDP uploads)" in md
     assert "1 local epoch(s)" in md and "## Training length" in md and "SASRec · None · None · 0" in md
     for r in res["runs"]:   # Table 3's strategies and the gate's noise partners: the federated model, no prompt
         if r["labels"]["strategy"] in ("fedprox", "scaffold", "popcode") or "partner" in r["labels"]:

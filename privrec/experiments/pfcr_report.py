@@ -215,6 +215,16 @@ def _eps(e) -> str:
     return "∞" if math.isinf(e) else f"{e:.4g}"
 
 
+def _model_private(lab: dict) -> str:
+    """Whether a row's models are private, towards whom: a platform's uploads are what the codec protects."""
+    mode = lab.get("mode")
+    if mode is None:
+        return "nothing leaves the platform; not towards its own users"
+    if mode == "none":
+        return "no: uploads in the clear"
+    return "towards the other platforms (LDP uploads); not towards its own users"
+
+
 def _delta(row: dict) -> str:
     """The δ of a row's true (ε, δ) per client: 0 for pure ε-LDP (the paper codec), '–' without a certificate
     (or in a report written before rows kept it)."""
@@ -238,15 +248,17 @@ def markdown(res: dict) -> str:
               f"client; training and prompt tuning capped at {c['train']['epochs']} epochs in this invocation "
               f"(patience {c['train']['patience']}; runs reused from earlier invocations keep their own cap, see "
               f"'Training length').", ""]
-    header = ["method"] + [f"{d} {c}" for d in domains for c in COLS] + ["true ε per client", "δ"]
-    body = [[s["row"]] + [pm(s["test"][d].get(c), 2) for d in domains for c in COLS] + [_eps(s["epsilon"]), _delta(s)]
-            for s in res["summary"]]
+    header = ["method"] + [f"{d} {c}" for d in domains for c in COLS] + ["true ε per client", "δ", "model private"]
+    body = [[s["row"]] + [pm(s["test"][d].get(c), 2) for d in domains for c in COLS]
+            + [_eps(s["epsilon"]), _delta(s), _model_private(s["labels"])] for s in res["summary"]]
     lines += ["## Test metrics (percent, mean ± std over seeds)", "", markdown_table(header, body), "",
               "PFCR-VFD = SASRec (ids, no codes, no federation, no prompt); PFCR-FD = codes only; PFCR-D = codes + "
               "federation, no prompt; PFCR-F = codes + prompt, no federation. True (ε, δ) per client: the "
               "guarantee of everything one platform uploads over the whole run (every round, every coordinate), the "
               "largest over the platforms; δ = 0 is pure ε-LDP (the paper codec), the calibrated codec is (ε, δ)-LDP; "
-              "'–': nothing leaves the platform.", ""]
+              "'–': nothing leaves the platform. 'model private': every platform trains on its own raw interactions, "
+              "so no model is private towards its own users; the codec protects a platform towards the others "
+              "(the server and the other clients see only its privatised uploads).", ""]
     t3 = res.get("table3") or []
     if len(t3) > 1:
         lines += [f"## Table 3 analog: federated strategies (PFCR-D: the federated model, no prompt, as the paper's "
