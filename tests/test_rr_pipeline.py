@@ -114,6 +114,7 @@ def test_reproduce_rr_runs_the_grid_on_one_release_per_cell_and_resumes(tmp_path
     assert res["config"]["train_overrides"] == {m: {"warmup_steps": 200} for m in (
         "BERT4Rec", "RR-BERT4Rec", "RR-BERT4Rec (unidirectional)")}
     assert "Fig. 1 analog" in md and "Claim verdict" in md and "Fig. 2 analog" in md and "eps0.1-random-seed0" in md
+    assert "**Model private: no.**" in md
     for png in ("fig1_privacy_utility.png", "fig2_window_position.png"):
         assert (tmp_path / "out" / png).stat().st_size > 1000 and f"]({png})" in md
     logs.clear()

@@ -267,7 +267,11 @@ def markdown(res: dict) -> str:
               "(the expected share over all history items above), and swapping one item v for its alternative a(v) is "
               "ln(k/(1−k))-LDP only for items in a 2-cycle of the map (a(a(v)) = v); for the others the pair is "
               "distinguishable outright (∞; each release's certificate gives its map's 2-cycle share). Uniform "
-              "releases; the RQ2 window variant keeps less inside the window and more outside.", ""]
+              "releases; the RQ2 window variant keeps less inside the window and more outside.", "",
+              "**Model private: no.** The released histories carry the guarantee above; the models are trained on "
+              "them *and* on each user's true training items as labels (the paper: 'we do not apply randomised "
+              "response to labels'), so neither the weights nor their recommendations are covered by any ε here.",
+              ""]
     ae = cfg["ablation_epsilon"]
     abl = [("RR-BERT4Rec", "merging on, bidirectional on (the paper)"), ("BERT4Rec", "merging off"),
            ("RR-BERT4Rec (unidirectional)", "bidirectional off"), ("BERT4Rec (unidirectional)", "both off")]
