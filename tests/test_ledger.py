@@ -145,3 +145,19 @@ def test_guarantee_prints_a_checkpoints_ledger(counted, capsys):
     capsys.readouterr()
     assert main(["guarantee", "--checkpoint", "s/sasrec-seed0.pt"]) == 0
     assert "carries no privacy ledger" in capsys.readouterr().out
+
+
+def test_honest_calibration_plans_both_test_maskings_so_the_ledger_stays_within_epsilon2(counted):
+    """``privrec train`` tests under both history maskings: the plan that calibrates sigma counts the second
+    test pass, so the ledger's certificate of the whole run meets the epsilon2 asked for."""
+    import json
+
+    frame = pd.DataFrame([(f"u{u}", f"i{(u + t) % 40}", 5.0, float(100 * u + t)) for u in range(1, 41)
+                          for t in range(30)], columns=["user_id", "item_id", "rating", "timestamp"])
+    _inter(frame, Path("feat.inter"))     # 30 items a user: one epoch re-reads 24 training and 2 x 6 test prefixes,
+    argv = ["train", "dipsgnn", "--dataset", "feat.inter", "--protocol", "dipsgnn", "--epochs", "1", "--out", "h",
+            "--epsilon2", "5", "--accounting", "honest", "--set", "hidden=8", "--set", "user_dim=4", "--quiet"]
+    assert main(argv) == 0
+    g = json.loads(Path("h/results.json").read_text())["runs"][0]["graph_guarantee"]
+    ledger = g["parameters"]["ledger"]["worst_unit_charges"]
+    assert ledger == _drawn(counted, 41).max() == 35 and g["epsilon"] <= 5.0 + 1e-6   # one test pass planned: 31

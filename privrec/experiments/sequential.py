@@ -205,7 +205,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         extra["user_ids"] = True                       # the '-U' ablations: user embedding by id
     if getattr(MODELS.get(cfg.model), "needs_users", False):
         extra["n_users"] = inter.n_users + 1
-    extra.update(PI.dipsgnn_sigma(cfg, split, log))
+    maskings = 2 if both_maskings and cfg.eval.mode == "full" else 1     # test passes, each re-noised
+    extra.update(PI.dipsgnn_sigma(cfg, split, log, maskings))
     task, graphs, graph_cert = None, None, None
     if cfg.split == "prefixes":             # the protocol decides the samples (built once, before the models)
         if getattr(MODELS.get(cfg.model), "task", "") in ("cloze", "merged_cloze"):
@@ -265,7 +266,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
                                                             cfg.dpsgd_clip).to_dict()
         if getattr(model, "sigma", None) is not None:
             run_result["graph_guarantee"] = PI.graph_guarantee(trainer.model, cfg, split, fit.epochs_run,
-                                                               log).to_dict()
+                                                               log, maskings).to_dict()
         elif graph_cert is not None:
             run_result["dpmf_guarantee" if hasattr(model, "set_noise") else "graph_guarantee"] = graph_cert.to_dict()
         if out_dir is not None:
