@@ -14,6 +14,7 @@ import torch
 
 from privrec.cli import main
 from privrec.privacy.ledger import Charges
+from tests.test_bad_input import _inter
 
 
 def test_charges_count_every_unit_each_time_it_is_read_and_round_trip():
@@ -29,12 +30,6 @@ def test_charges_count_every_unit_each_time_it_is_read_and_round_trip():
         c.charge([5])
     with pytest.raises(ValueError, match="non-negative"):
         d.load(torch.tensor([0, -1, 0, 0, 0]))
-
-
-def _inter(frame: pd.DataFrame, path: Path) -> None:
-    out = frame[["user_id", "item_id", "rating", "timestamp"]].copy()
-    out.columns = ["user_id:token", "item_id:token", "rating:float", "timestamp:float"]
-    out.to_csv(path, sep="\t", index=False)
 
 
 @pytest.fixture
