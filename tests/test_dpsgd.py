@@ -136,6 +136,10 @@ def test_a_resumed_optimizer_continues_the_noise_stream_and_never_replays_it():
     _, resumed = fresh()
     resumed.load_state_dict(saved)
     torch.testing.assert_close(torch.randn(8, generator=resumed.generator), after, rtol=0, atol=0)
+    assert opt.noise_draws == saved["noise_draws"] == resumed.noise_draws == 2      # the ledger resumes too
+    _, unknown = fresh()
+    unknown.load_state_dict({k: v for k, v in saved.items() if k != "noise_draws"})
+    assert unknown.noise_draws is None                       # a state from before the count: the plan is certified
 
     legacy = {k: v for k, v in saved.items() if k not in ("noise_generator", "noise_device")}
     _, old = fresh()

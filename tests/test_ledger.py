@@ -156,3 +156,24 @@ def test_honest_calibration_plans_both_test_maskings_so_the_ledger_stays_within_
     g = json.loads(Path("h/results.json").read_text())["runs"][0]["graph_guarantee"]
     ledger = g["parameters"]["ledger"]["worst_unit_charges"]
     assert ledger == _drawn(counted, 41).max() == 35 and g["epsilon"] <= 5.0 + 1e-6   # one test pass planned: 31
+
+
+def test_dpsgd_certifies_the_noisy_steps_its_optimizer_drew(counted, monkeypatch):
+    """DP-SGD's certificate composes the steps that drew noise, counted by the optimizer (resumable), not a plan."""
+    import json
+
+    from opacus.optimizers import DPOptimizer
+
+    calls = []
+    real = DPOptimizer.add_noise
+
+    def add_noise(self):
+        calls.append(1)
+        return real(self)
+
+    monkeypatch.setattr(DPOptimizer, "add_noise", add_noise)
+    argv = ["train", "dpsgd-srgnn", "--dataset", "feat.inter", "--protocol", "dipsgnn", "--epsilon2", "5",
+            "--epochs", "1", "--out", "d", "--set", "hidden=8", "--batch-size", "64", "--quiet"]
+    assert main(argv) == 0
+    g = json.loads(Path("d/results.json").read_text())["runs"][0]["dpsgd_guarantee"]
+    assert g["parameters"]["steps"] == len(calls) > 0 and "counted by the optimizer" in " ".join(g["notes"])

@@ -261,9 +261,10 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         if noise is not None:
             from privrec.training import dpsgd
 
-            run_result["dpsgd_guarantee"] = dpsgd.guarantee(noise, task.sample_rate,
-                                                            fit.epochs_run * task.steps_per_epoch, cfg.delta,
-                                                            cfg.dpsgd_clip).to_dict()
+            drawn = getattr(trainer.optimizer, "noise_draws", None)       # counted as the noise was drawn
+            steps = fit.epochs_run * task.steps_per_epoch if drawn is None else drawn
+            run_result["dpsgd_guarantee"] = dpsgd.guarantee(noise, task.sample_rate, steps, cfg.delta,
+                                                            cfg.dpsgd_clip, counted=drawn is not None).to_dict()
         if getattr(model, "sigma", None) is not None:
             run_result["graph_guarantee"] = PI.graph_guarantee(trainer.model, cfg, split, fit.epochs_run,
                                                                log, maskings).to_dict()

@@ -95,8 +95,10 @@ def calibrate_noise(epsilon: float, delta: float, sample_rate: float, steps: int
     return hi
 
 
-def guarantee(noise_multiplier: float, sample_rate: float, steps: int, delta: float, max_grad_norm: float
-              ) -> Guarantee:
+def guarantee(noise_multiplier: float, sample_rate: float, steps: int, delta: float, max_grad_norm: float,
+              counted: bool = False) -> Guarantee:
+    """The trained weights' guarantee over ``steps`` noisy steps (``counted``: by the optimizer as it drew the
+    noise, :func:`make_private`; else planned, epochs x steps per epoch, which can only over-count)."""
     eps = dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta)
     return Guarantee(
         mechanism="dp-sgd", definition="(epsilon, delta)-DP of the trained weights (Poisson-sampled DP-SGD)",
@@ -105,7 +107,9 @@ def guarantee(noise_multiplier: float, sample_rate: float, steps: int, delta: fl
                     "max_grad_norm": max_grad_norm},
         accounting="RDP (dp-accounting)", event=dpsgd_event(noise_multiplier, sample_rate, steps),
         relation="add_or_remove_one",
-        notes=("Epochs are selected on validation items, which this accounting does not cover.",))
+        notes=("Epochs are selected on validation items, which this accounting does not cover.",
+               "steps: counted by the optimizer as each step drew its noise (the ledger)" if counted else
+               "steps: planned (epochs run x steps per epoch; a state from before the count)"))
 
 
 class PoissonTask:
@@ -154,13 +158,23 @@ def make_private(model: torch.nn.Module, optimizer: torch.optim.Optimizer, noise
     from opacus.optimizers import DPOptimizer
 
     class _DPOptimizer(DPOptimizer):
+        # the privacy ledger of DP-SGD: noisy steps counted as the noise is drawn (a resumed run keeps its
+        # count; a state saved before the count existed leaves it unknown, None, and the plan is certified)
+        noise_draws: int | None = 0
+
+        def add_noise(self):
+            super().add_noise()
+            if self.noise_draws is not None:
+                self.noise_draws += 1
+
         def state_dict(self):
             return {**super().state_dict(), "noise_generator": self.generator.get_state(),
-                    "noise_device": self.generator.device.type}
+                    "noise_device": self.generator.device.type, "noise_draws": self.noise_draws}
 
         def load_state_dict(self, state_dict) -> None:
             state_dict = dict(state_dict)
             saved, where = state_dict.pop("noise_generator", None), state_dict.pop("noise_device", None)
+            self.noise_draws = state_dict.pop("noise_draws", None)
             super().load_state_dict(state_dict)
             if saved is not None and where == self.generator.device.type:
                 self.generator.set_state(saved)
