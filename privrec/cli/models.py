@@ -316,8 +316,8 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     ec = eval_config(eval_mode, negatives, sampler, mask_history, seed, ks)
     before = trained.guarantee()
     if trained.charged:                  # one noisy forward pass per evaluated sample, charged to its user
-        rows_ = np.flatnonzero(task.stage_targets(stage).lengths > 0)
-        trained.check_budget(budget, task.eval_batch(stage, rows_)["user"].numpy())
+        evaluated = np.flatnonzero(task.stage_targets(stage).lengths > 0)
+        trained.check_budget(budget, task.eval_batch(stage, evaluated)["user"].numpy())
     result = run_eval(trained.model, task, stage, ec)
     click.echo(f"{cfg['model']} on {cfg['dataset']}, {stage} split, {ec.label}, {result.n_users:,} users")
     ks = sorted({int(k.split('@')[1]) for k in result.metrics})
