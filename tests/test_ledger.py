@@ -177,3 +177,26 @@ def test_dpsgd_certifies_the_noisy_steps_its_optimizer_drew(counted, monkeypatch
     assert main(argv) == 0
     g = json.loads(Path("d/results.json").read_text())["runs"][0]["dpsgd_guarantee"]
     assert g["parameters"]["steps"] == len(calls) > 0 and "counted by the optimizer" in " ".join(g["notes"])
+
+
+def test_edgerand_publishes_each_user_graph_once_and_its_inference_draws_nothing(counted, monkeypatch):
+    """EdgeRand's certificate is one release per user graph: the noise is drawn once per graph (instrumented),
+    never again in training, evaluate or recommend, so the one release is everything that ran."""
+    from privrec.inference import TrainedModel
+    from privrec.privacy import graph as G
+
+    graphs_noised: list[int] = []
+    real = G.edge_rand
+
+    def edge_rand(a, *args, **kwargs):
+        graphs_noised.append(len(a))
+        return real(a, *args, **kwargs)
+
+    monkeypatch.setattr(G, "edge_rand", edge_rand)
+    argv = ["train", "edgerand", "--dataset", "feat.inter", "--protocol", "dipsgnn", "--epsilon1", "20", "--epsilon2",
+            "5", "--epochs", "1", "--out", "e", "--set", "hidden=8", "--quiet"]
+    assert main(argv) == 0
+    assert sum(graphs_noised) == 41 and not counted          # every user row's graph once; no aggregation noise
+    assert main(["evaluate", "e/edgerand-seed0.pt"]) == 0
+    assert main(["recommend", "e/edgerand-seed0.pt", "--user", "u3"]) == 0
+    assert sum(graphs_noised) == 41 and not counted and not TrainedModel.load("e/edgerand-seed0.pt").charged
