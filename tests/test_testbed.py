@@ -149,6 +149,13 @@ def test_gate_needs_both_controls_ahead_at_p_below_alpha():
     one_seed = G.gate("A ← B", "m", {k: {0: v[0]} for k, v in vals.items()}, "X", "single", "noise")
     assert not one_seed.passed and not one_seed.decided and one_seed.verdict == G.TOO_FEW
     assert G.claim_verdict(_check([0.02, 0.03, 0.02]), [one_seed.to_dict()], "A ← B") == G.TOO_FEW
+    two = {k: {s: v[s] for s in (0, 1)} for k, v in vals.items()}     # two seeds: a pass counts, a failure is not yet
+    assert G.gate("A ← B", "m", {**two, "X": {0: 0.30, 1: 0.33}}, "X", "single", "noise").verdict == G.NOT_YET
+    weak = G.gate("A ← B", "m", {**two, "X": {0: 0.30, 1: 0.33}}, "X", "single", "noise")
+    assert not weak.decided and G.claim_verdict(_check([0.02, 0.03]), [weak.to_dict()], "A ← B") == G.NOT_YET
+    even = G.gate("A ← B", "m", {"X": {0: 0.30, 1: 0.31}, "single": {0: 0.20, 1: 0.21},
+                                 "noise": {0: 0.25, 1: 0.26}}, "X", "single", "noise")
+    assert even.passed and even.decided                  # equal non-zero differences on both seeds: significant
     gates = [g.to_dict()]
     assert G.claim_verdict(_check([0.02, 0.03, 0.02]), gates, "A ← B") == "holds"
     assert G.claim_verdict(_check([0.02, -0.03, 0.02]), gates, "A ← B") == "not shown (p ≥ 0.05)"
