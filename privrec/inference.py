@@ -20,6 +20,14 @@ from privrec.models import Recommender
 from privrec.training.checkpoint import model_from_checkpoint, read_checkpoint, save_checkpoint
 
 
+def ledger_meta(model, delta: float) -> dict:
+    """What a checkpoint's metadata says about the model's privacy ledger ({} for a model that draws no noise)."""
+    if not getattr(model, "draws_noise", False):
+        return {}
+    g = model.guarantee(delta)
+    return {"privacy_ledger": {"summary": g.summary(), "guarantee": g.to_dict()}}
+
+
 @dataclass
 class TrainedModel:
     model: Recommender
@@ -45,7 +53,7 @@ class TrainedModel:
     @property
     def charged(self) -> bool:
         """Whether this model draws noise at inference and so charges its privacy ledger."""
-        return getattr(self.model, "ledger", None) is not None and float(getattr(self.model, "sigma", 0)) > 0
+        return getattr(self.model, "draws_noise", False)
 
     def guarantee(self, planned_users=None):
         """The model's certificate from its ledger (None for a model that draws no noise); with ``planned_users``
@@ -59,7 +67,12 @@ class TrainedModel:
             ledger = Charges(ledger.mechanism, ledger.unit, ledger.counts.copy())
             for _ in range(self.model.steps):
                 ledger.charge(np.asarray(planned_users))
-        return self.model.guarantee(float(self.meta.get("config", {}).get("delta", 1e-6)), ledger=ledger)
+        return self.model.guarantee(self._delta, ledger=ledger)
+
+    @property
+    def _delta(self) -> float:
+        """The delta the model was trained and certified at (its training config's)."""
+        return float(self.meta.get("config", {}).get("delta", 1e-6))
 
     def check_budget(self, budget: float | None, planned_users) -> None:
         """Refuse (BudgetError) before a call that would take the certified epsilon past ``budget``."""
@@ -76,10 +89,7 @@ class TrainedModel:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the checkpoint back atomically with the model's current state (its ledger) and certificate."""
-        meta = dict(self.meta)
-        g = self.guarantee()
-        if g is not None:
-            meta["privacy_ledger"] = {"summary": g.summary(), "guarantee": g.to_dict()}
+        meta = {**self.meta, **ledger_meta(self.model, self._delta)}
         save_checkpoint(path, self.model, users=self.users, items=self.items, history=self.history,
                         max_len=self.max_len, meta=meta)
         self.meta = meta

@@ -145,7 +145,7 @@ CERTIFICATE_FIELDS = ("summary", "input", "guarantee")
 def certificates(published: str | os.PathLike, records: Sequence = ()) -> dict[str, dict]:
     """The certificate of every release of a grid (name → summary, input, guarantee): each folder under
     ``published`` (``OUT.published/``), then each finished run's recorded one (``records``: run records
-    whose ``extra["certificate"]`` the runner stored, :func:`privrec.experiments.runner.certificate_of`).
+    whose ``extra["certificate"]`` the runner stored, :func:`privrec.experiments.certificates.certificate_of`).
 
     Release folders are data, not committed: on a fresh clone only the releases its runs rebuilt are
     there. A run's record carries its release's certificate, so a report written anywhere lists every

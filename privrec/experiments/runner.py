@@ -351,7 +351,8 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
     else:
         for spec in pending:
             done(exp.train(spec, state_of[spec.key], log))
-    record_certificates(exp, specs, finished, progress, fp, log)
+    for record in record_certificates(exp, specs, finished, log):
+        append_progress(progress, fp[record.key], record)
     for key in keys:                              # a capped run keeps its state (a higher cap continues it)
         if key in finished and (stopped_early(finished[key].fit, *cap[key][1:]) or not keep_capped_states):
             remove_state(state_of[key])

@@ -23,6 +23,7 @@ from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig, evaluate
 from privrec.experiments import model_inputs as PI
 from privrec.experiments.sequential_report import aggregates
+from privrec.inference import ledger_meta
 from privrec.models import MODELS, build_on
 from privrec.training.checkpoint import save_checkpoint
 from privrec.training.tasks import task_for
@@ -277,7 +278,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
             save_checkpoint(ckpt, trainer.model, users=inter.users, items=inter.items,
                             history=history, max_len=cfg.max_len,
                             meta={"config": cfg.to_dict(), "seed": seed, "test": test.to_dict(),
-                                  "environment": environment(), **_ledger_meta(trainer.model, cfg)})
+                                  "environment": environment(), **ledger_meta(trainer.model, cfg.delta)})
             run_result["checkpoint"] = ckpt.name
         runs.append(run_result)
         if on_run is not None:
@@ -356,11 +357,3 @@ def _run_hash(cfg: SequentialConfig, split: Split) -> str:
     d.pop("seeds")
     d.pop("time_precision")         # the split's contents (hashed below) already say which order it has
     return config_hash(d, *(a for s in (split.train, split.valid, split.test) for a in (s.indptr, s.items)))
-
-
-def _ledger_meta(model, cfg) -> dict:
-    """What a checkpoint says about its privacy ledger (a model whose inference draws noise: DIPSGNN)."""
-    if getattr(model, "ledger", None) is None or not float(getattr(model, "sigma", 0)) > 0:
-        return {}
-    g = model.guarantee(cfg.delta)
-    return {"privacy_ledger": {"summary": g.summary(), "guarantee": g.to_dict()}}

@@ -123,13 +123,18 @@ class DIPSGNN(APGNN):
     def aggregate(self, a_in, a_out, h, batch=None):
         """Alg. 4 lines 5–11: joint rows clipped to norm C, noisy in- and out-sums, linear maps."""
         h_in, h_out = dipsgnn_step(a_in, a_out, self.joint(h, batch), self.clip, self.sigma, self.noise)
-        if self.sigma > 0:
+        if self.draws_noise:
             self.ledger.charge(batch["user"])          # one noisy step read each row's user graph
         return torch.cat([self.edge_in(h_in), self.edge_out(h_out)], -1)
 
-    def noisy_passes(self) -> int:
-        """Forward passes (T noisy steps each) that read the most-read user graph, from the ledger."""
-        return -(-self.ledger.worst() // self.steps)
+    def noisy_passes(self, ledger: Charges | None = None) -> int:
+        """Forward passes (T noisy steps each) that read the most-read user graph, from the ledger (or ``ledger``)."""
+        return -(-(ledger or self.ledger).worst() // self.steps)
+
+    @property
+    def draws_noise(self) -> bool:
+        """Whether its forward passes draw noise (and so charge the ledger): sigma > 0."""
+        return self.sigma > 0
 
     def guarantee(self, delta: float, plan: int | None = None, ledger: Charges | None = None):
         """The honest (epsilon, delta) of every noisy aggregate this model has released (its ledger's most-read
@@ -140,7 +145,7 @@ class DIPSGNN(APGNN):
         from privrec.privacy.graph import guarantee
 
         ledger = ledger or self.ledger
-        counted = -(-ledger.worst() // self.steps)
+        counted = self.noisy_passes(ledger)
         used = counted if self.ledger_complete else max(counted, plan or 0)
         g = guarantee(self.sigma, self.clip, self.steps, max(used, 1), delta)
         note = (f"passes counted by the model's privacy ledger as the noise was drawn: {counted} for the most-read "
