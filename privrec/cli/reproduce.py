@@ -279,7 +279,7 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 @testbed_options("pfcr")
 @click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs of single-domain training and prompt tuning.")
-@click.option("--rounds", type=int, default=None, help="Federated rounds (default 10, the paper's).")
+@click.option("--rounds", type=int, default=None, help="Federated rounds (default 10, the paper's; 30 on a cold testbed, PFCR-FD's epoch budget).")
 @click.option("--local-epochs", type=int, default=None,
               help="Local epochs per client per round (default 1, the official code's).")
 @click.option("--mode", "runtime", type=click.Choice(["simulation", "deployment"]), default="simulation",
