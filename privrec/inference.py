@@ -20,12 +20,29 @@ from privrec.models import Recommender
 from privrec.training.checkpoint import model_from_checkpoint, read_checkpoint, save_checkpoint
 
 
-def ledger_meta(model, delta: float) -> dict:
-    """What a checkpoint's metadata says about the model's privacy ledger ({} for a model that draws no noise)."""
+def ledger_meta(model, delta: float, weights=None) -> dict:
+    """What a checkpoint's metadata says about the model's privacy ledger ({} for a model that draws no noise):
+    the certificate of what it released so far; with ``weights`` (user-level DP-SGD's guarantee, a
+    :class:`~privrec.privacy.guarantee.Guarantee` or its dict) the model's one certificate composing both."""
     if not getattr(model, "draws_noise", False):
         return {}
-    g = model.guarantee(delta)
-    return {"privacy_ledger": {"summary": g.summary(), "guarantee": g.to_dict()}}
+    g = _certificate(model.guarantee(delta), weights)
+    out = {"summary": g.summary(), "guarantee": g.to_dict()}
+    if weights is not None and g.related:
+        out["weights"] = g.related[1].to_dict()
+    return {"privacy_ledger": out}
+
+
+def _certificate(aggregates, weights):
+    """The aggregates' guarantee, composed with the weights' where they are user-level DP-SGD's."""
+    from privrec.privacy.guarantee import Guarantee
+    from privrec.privacy.ledger import compose_model
+
+    if isinstance(weights, dict):
+        weights = Guarantee.from_dict(weights)
+    if weights is None or weights.relation != "replace_one":
+        return aggregates
+    return compose_model(aggregates, weights)
 
 
 @dataclass
@@ -67,7 +84,12 @@ class TrainedModel:
             ledger = Charges(ledger.mechanism, ledger.unit, ledger.counts.copy())
             for _ in range(self.model.steps):
                 ledger.charge(np.asarray(planned_users))
-        return self.model.guarantee(self._delta, ledger=ledger)
+        return _certificate(self.model.guarantee(self._delta, ledger=ledger), self._weights)
+
+    @property
+    def _weights(self) -> dict | None:
+        """The weights' own guarantee (user-level DP-SGD), where the checkpoint's ledger carries one."""
+        return self.meta.get("privacy_ledger", {}).get("weights")
 
     @property
     def _delta(self) -> float:
@@ -89,7 +111,7 @@ class TrainedModel:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the checkpoint back atomically with the model's current state (its ledger) and certificate."""
-        meta = {**self.meta, **ledger_meta(self.model, self._delta)}
+        meta = {**self.meta, **ledger_meta(self.model, self._delta, self._weights)}
         save_checkpoint(path, self.model, users=self.users, items=self.items, history=self.history,
                         max_len=self.max_len, meta=meta)
         self.meta = meta

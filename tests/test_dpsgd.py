@@ -149,3 +149,79 @@ def test_a_resumed_optimizer_continues_the_noise_stream_and_never_replays_it():
     _, again = fresh()
     again.load_state_dict(legacy)                                # still reproducible
     torch.testing.assert_close(torch.randn(8, generator=again.generator), replay, rtol=0, atol=0)
+
+
+def test_user_poisson_batches_bring_whole_users_and_refuse_too_few_users_per_step():
+    task = D.UserPoissonTask(_task(), 0.6)                                # 30 users x 5 windows
+    assert task.n == 30 and task.steps_per_epoch == 2
+    owners = task.task.train_sample_users
+    for batch in task.train_batches(0, np.random.default_rng(1)):
+        users = batch["user"].numpy()
+        chosen = np.unique(users)
+        assert len(users) == sum((owners == u).sum() for u in chosen)     # every sample of every chosen user
+        groups = task.groups.numpy()                                      # one group per user, in batch order
+        assert len(groups) == len(users) and all(len(set(users[groups == g])) == 1 for g in set(groups))
+        assert len(set(groups)) == len(chosen)
+    a = [b["seq"] for b in task.train_batches(0, np.random.default_rng(3))]
+    b = [b["seq"] for b in task.train_batches(0, np.random.default_rng(3))]
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    with pytest.raises(ParameterError, match="raise --batch-size"):      # 0.3 x 30 = 9 users a step
+        D.UserPoissonTask(_task(), 0.3)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_a_user_level_step_clips_each_users_summed_gradient():
+    """User-level DP-SGD: the per-sample gradients of one user are summed, the sum clipped to C, the clipped
+    sums added and divided by the expected number of users per step."""
+    from privrec.models import build
+
+    torch.manual_seed(0)
+    model = build("srgnn", n_items=15, max_len=5, hidden=8)
+    batch = _task().train_batch(np.arange(6))
+    groups = torch.tensor([0, 0, 0, 1, 1, 2])
+    per_user = []
+    for g in range(3):
+        rows = (groups == g).nonzero().flatten()
+        grads = [torch.autograd.grad(model.loss({k: v[[int(i)]] for k, v in batch.items()}),
+                                     list(model.parameters())) for i in rows]
+        summed = [sum(gs) for gs in zip(*grads)]
+        norm = torch.sqrt(sum(x.pow(2).sum() for x in summed))
+        per_user.append([x * min(1.0, 0.05 / float(norm)) for x in summed])
+    want = [sum(gs) / 2.5 for gs in zip(*per_user)]
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = D.make_private(model, torch.optim.SGD(model.parameters(), lr=1.0), noise_multiplier=0.0,
+                         max_grad_norm=0.05, expected_batch_size=2.5, groups=lambda: groups)
+    opt.zero_grad()
+    model.loss(batch).backward()
+    opt.step()
+    for p, b, w in zip(model.parameters(), before, want):
+        torch.testing.assert_close(b - p.detach(), w, atol=1e-6, rtol=1e-4)
+
+
+def test_user_level_accounting_is_replace_one_and_calibrates():
+    import dp_accounting
+    from dp_accounting.pld import pld_privacy_accountant
+
+    z = D.calibrate_noise(3.0, 1e-6, 0.1, 50, unit="user")
+    assert D.dpsgd_epsilon(z, 0.1, 50, 1e-6, "user") <= 3.0 < D.dpsgd_epsilon(z * 0.99, 0.1, 50, 1e-6, "user")
+    g = D.guarantee(z, 0.1, 50, 1e-6, 1.0, counted=True, unit="user")
+    acc = pld_privacy_accountant.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE)
+    acc.compose(D.dpsgd_event(z, 0.1, 50))
+    assert g.epsilon == pytest.approx(acc.get_epsilon(1e-6)) and g.relation == "replace_one"
+    assert g.unit == D.UNIT_USER and g.related[0].relation == "add_or_remove_one"
+    assert g.related[0].epsilon < g.epsilon                        # removing a user costs less than changing one
+    with pytest.raises(ParameterError, match="unit"):
+        D.dpsgd_epsilon(z, 0.1, 50, 1e-6, "item")
+
+
+def test_a_model_certificate_composes_aggregates_and_user_level_weights():
+    from privrec.privacy.graph import guarantee as graph_guarantee
+    from privrec.privacy.ledger import compose_model
+
+    agg = graph_guarantee(1.0, 0.2, 1, 30, 1e-6)
+    weights = D.guarantee(2.0, 0.1, 50, 1e-6, 1.0, unit="user")
+    g = compose_model(agg, weights)
+    assert g.epsilon == pytest.approx(agg.epsilon + weights.epsilon) and g.delta == pytest.approx(2e-6)
+    assert g.unit == agg.unit and g.parameters["passes"] == 30 and g.related == (agg, weights)
+    with pytest.raises(ValueError, match="dpsgd-unit user"):
+        compose_model(agg, D.guarantee(2.0, 0.1, 50, 1e-6, 1.0))

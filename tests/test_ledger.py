@@ -200,3 +200,63 @@ def test_edgerand_publishes_each_user_graph_once_and_its_inference_draws_nothing
     assert main(["evaluate", "e/edgerand-seed0.pt"]) == 0
     assert main(["recommend", "e/edgerand-seed0.pt", "--user", "u3"]) == 0
     assert sum(graphs_noised) == 41 and not counted and not TrainedModel.load("e/edgerand-seed0.pt").charged
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_a_private_dipsgnn_model_has_one_certificate_that_evaluate_and_recommend_raise(counted, capsys):
+    """DIPSGNN whose *model* is private: user-level DP-SGD on top of the noisy aggregates. Its one certificate
+    (per transition count) composes the weights with every aggregate pass the ledger counted; evaluate and
+    recommend charge the aggregates, the composed epsilon grows and --budget refuses on it."""
+    import json
+
+    from opacus.optimizers import DPOptimizer
+
+    from privrec.inference import TrainedModel
+
+    from privrec.models import dipsgnn as D
+
+    steps, outside_training = [], []
+    real, joint = DPOptimizer.add_noise, D.APGNN.joint             # (the fixture's instrumented joint)
+
+    def add_noise(self):
+        steps.append(1)
+        return real(self)
+
+    def joint_outside(self, h, batch):
+        if not self.training:
+            outside_training.append(batch["user"].numpy().copy())
+        return joint(self, h, batch)
+
+    import unittest.mock as mock
+
+    with mock.patch.object(DPOptimizer, "add_noise", add_noise), mock.patch.object(D.APGNN, "joint", joint_outside):
+        argv = ["train", "dipsgnn", "--dataset", "feat.inter", "--protocol", "dipsgnn", "--epochs", "1", "--out", "p",
+                "--epsilon2", "2.5", "--accounting", "honest", "--dpsgd-epsilon", "2.5", "--dpsgd-unit", "user",
+                "--batch-size", "256", "--set", "hidden=8", "--set", "user_dim=4", "--quiet"]
+        assert main(argv) == 0
+    run = json.loads(Path("p/results.json").read_text())["runs"][0]
+    weights, graph, model = run["dpsgd_guarantee"], run["graph_guarantee"], run["model_guarantee"]
+    assert weights["parameters"]["steps"] == len(steps) > 0 and weights["neighboring_relation"] == "replace_one"
+    assert weights["epsilon"] <= 2.5 + 1e-6 and graph["epsilon"] <= 2.5 + 1e-6
+    assert model["epsilon"] == pytest.approx(weights["epsilon"] + graph["epsilon"]) and model["epsilon"] <= 5 + 1e-6
+    assert model["unit_of_privacy"] == graph["unit_of_privacy"]
+
+    ckpt = Path("p/dipsgnn-seed0.pt")
+    trained = TrainedModel.load(ckpt)                  # training passes: DP-SGD's; the rest: the ledger's
+    assert len(counted) > len(outside_training) > 0
+    assert np.array_equal(trained.model.ledger.counts, _drawn(outside_training, len(trained.model.ledger.counts)))
+    g0 = trained.guarantee()
+    assert g0.epsilon == pytest.approx(model["epsilon"]) and g0.parameters["weights_epsilon"] == weights["epsilon"]
+    assert main(["evaluate", str(ckpt)]) == 0
+    g1 = TrainedModel.load(ckpt).guarantee()
+    assert g1.epsilon > g0.epsilon and g1.parameters["weights_epsilon"] == weights["epsilon"]
+    assert g1.epsilon == pytest.approx(g1.parameters["aggregates_epsilon"] + weights["epsilon"])
+    after = TrainedModel.load(ckpt)
+    most_read = str(after.users.tokens[int(after.model.ledger.counts.argmax())])   # one more pass raises the worst
+    assert main(["recommend", str(ckpt), "--user", most_read, "--budget", str(g1.epsilon)]) != 0
+    assert main(["recommend", str(ckpt), "--user", most_read, "--budget", "1e9"]) == 0
+    assert TrainedModel.load(ckpt).guarantee().epsilon > g1.epsilon
+    capsys.readouterr()
+    assert main(["guarantee", "--checkpoint", str(ckpt)]) == 0
+    out = capsys.readouterr().out
+    assert "released model" in out and "user-level DP-SGD" in out and "ledger: dipsgnn-aggregation-step" in out

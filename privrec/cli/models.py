@@ -109,7 +109,11 @@ BUDGET_HELP = ("For a model whose inference draws noise (DIPSGNN): refuse, runni
               help="Train with DP-SGD (Opacus: per-sample clipping + Gaussian noise on Poisson batches of expected "
                    "size --batch-size), noise calibrated to this epsilon over --epochs; unit: one training sample.")
 @click.option("--dpsgd-clip", type=float, default=1.0, show_default=True,
-              help="DP-SGD's per-sample gradient norm bound.")
+              help="DP-SGD's per-sample (per-user with --dpsgd-unit user) gradient norm bound.")
+@click.option("--dpsgd-unit", type=click.Choice(["sample", "user"]), default="sample", show_default=True,
+              help="DP-SGD's unit of privacy: one training sample, or one user (each Poisson-sampled user's "
+                   "gradients summed, then clipped; replace one user). dipsgnn with --epsilon2 and --dpsgd-unit user: "
+                   "the model's one certificate composes its weights with its noisy aggregates.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder (default runs/<model>-<dataset>).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
@@ -124,7 +128,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
           grad_clip, select_metric,
           threads,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
-          mask_history, ks, epsilon1, delta, epsilon2, clip_norm, steps, no_user_features, accounting, dpsgd_epsilon, dpsgd_clip, out, quiet, target,
+          mask_history, ks, epsilon1, delta, epsilon2, clip_norm, steps, no_user_features, accounting, dpsgd_epsilon, dpsgd_clip, dpsgd_unit, out, quiet, target,
           source) -> None:
     """Train MODEL with early stopping on validation (or a fixed budget: --patience none); test once; write
     a report and checkpoints.
@@ -191,7 +195,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
         eval=eval_config(eval_mode, negatives, sampler, mask, ks=ks), seeds=parse_seeds(seeds),
         epsilon=epsilon, alternatives=alternatives, short=short, release_seed=release_seed,
         epsilon1=epsilon1, delta=delta, epsilon2=epsilon2, accounting=accounting, dpsgd_epsilon=dpsgd_epsilon,
-        dpsgd_clip=dpsgd_clip, user_features=not no_user_features,
+        dpsgd_clip=dpsgd_clip, dpsgd_unit=dpsgd_unit, user_features=not no_user_features,
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
     from privrec.release.paths import check_output, input_files

@@ -63,13 +63,18 @@ def dpsgd_optimizer(cfg, task, log):
     from privrec.training import dpsgd
 
     setting = dpsgd.DPSGDConfig(max_grad_norm=cfg.dpsgd_clip, epsilon=cfg.dpsgd_epsilon, delta=cfg.delta)
-    poisson = dpsgd.PoissonTask(task, min(1.0, cfg.train.batch_size / task.n_train_samples))
+    rate = min(1.0, cfg.train.batch_size / task.n_train_samples)      # expected training samples per step
+    user = cfg.dpsgd_unit == "user"
+    poisson = (dpsgd.UserPoissonTask if user else dpsgd.PoissonTask)(task, rate)
     z = dpsgd.calibrate_noise(setting.epsilon, setting.delta, poisson.sample_rate,
-                              cfg.train.epochs * poisson.steps_per_epoch)
-    log(f"DP-SGD: noise multiplier {z:.4g}, clip {cfg.dpsgd_clip:g}, sample rate {poisson.sample_rate:.3g}, "
-        f"calibrated to epsilon {setting.epsilon:g} at delta {setting.delta:g} over {cfg.train.epochs} epochs")
-    return poisson, lambda seed: (lambda m, c: dpsgd.make_private(m, adam(m, c), z, cfg.dpsgd_clip,
-                                                                  cfg.train.batch_size, seed)), z
+                              cfg.train.epochs * poisson.steps_per_epoch, cfg.dpsgd_unit)
+    log(f"DP-SGD ({cfg.dpsgd_unit} level): noise multiplier {z:.4g}, clip {cfg.dpsgd_clip:g}, sample rate "
+        f"{poisson.sample_rate:.3g}" + (f" ({poisson.sample_rate * poisson.n:.1f} users per step)" if user else "")
+        + f", calibrated to epsilon {setting.epsilon:g} at delta {setting.delta:g} over {cfg.train.epochs} epochs")
+    expected = poisson.sample_rate * poisson.n if user else cfg.train.batch_size
+    groups = (lambda: poisson.groups) if user else None
+    return poisson, lambda seed: (lambda m, c: dpsgd.make_private(m, adam(m, c), z, cfg.dpsgd_clip, expected, seed,
+                                                                  groups)), z
 
 
 def passes(cfg, split: Split, epochs: int, maskings: int = 1) -> int:

@@ -101,6 +101,9 @@ class SequentialConfig:
     # over the epoch cap (unit: one training sample)
     dpsgd_epsilon: float | None = None
     dpsgd_clip: float = 1.0
+    # "sample" (one prefix) or "user" (user-level DP-SGD: a user's gradients summed, then clipped; replace one
+    # user) — the unit whose weights compose with DIPSGNN's aggregates into one model certificate
+    dpsgd_unit: str = "sample"
     # DIPSGNN: sigma from a target epsilon2 — "paper": Thm 4.2's per-pass formula (sigma 0.228 at eps2 = 5,
     # C = 0.2); "honest": calibrated so the whole run (every noisy pass) meets it. None: --set sigma=...
     epsilon2: float | None = None
@@ -125,6 +128,8 @@ class SequentialConfig:
             from privrec.training.dpsgd import DPSGDConfig
 
             DPSGDConfig(max_grad_norm=self.dpsgd_clip, epsilon=self.dpsgd_epsilon, delta=self.delta)   # validates
+        if self.dpsgd_unit not in ("sample", "user"):
+            raise ParameterError(f"dpsgd_unit must be 'sample' or 'user', got {self.dpsgd_unit!r}")
         from privrec.privacy.validate import check_delta
 
         check_delta(self.delta)
@@ -245,6 +250,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
                 task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode,
                                 stride=cfg.stride, private=private)
             task, make_optimizer, noise = PI.dpsgd_optimizer(cfg, task, log)
+            if noise is not None and cfg.dpsgd_unit == "user" and hasattr(model, "charge_training"):
+                model.charge_training = False       # DP-SGD's per-user guarantee covers the training passes
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log,
                           make_optimizer=make_optimizer(seed))
         log(f"[{cfg.model} seed {seed}] training on {task.describe()}")
@@ -259,16 +266,22 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         if both_maskings and cfg.eval.mode == "full":
             other = replace(cfg.eval, mask_history=not cfg.eval.mask_history)
             run_result["test_other_masking"] = evaluate(trainer.model, task, "test", other, trainer.device).to_dict()
+        weights = None                                  # the DP-SGD weights' guarantee, where trained so
         if noise is not None:
             from privrec.training import dpsgd
 
             drawn = getattr(trainer.optimizer, "noise_draws", None)       # counted as the noise was drawn
             steps = fit.epochs_run * task.steps_per_epoch if drawn is None else drawn
-            run_result["dpsgd_guarantee"] = dpsgd.guarantee(noise, task.sample_rate, steps, cfg.delta,
-                                                            cfg.dpsgd_clip, counted=drawn is not None).to_dict()
+            weights = dpsgd.guarantee(noise, task.sample_rate, steps, cfg.delta, cfg.dpsgd_clip,
+                                      counted=drawn is not None, unit=cfg.dpsgd_unit)
+            run_result["dpsgd_guarantee"] = weights.to_dict()
         if getattr(model, "sigma", None) is not None:
-            run_result["graph_guarantee"] = PI.graph_guarantee(trainer.model, cfg, split, fit.epochs_run,
-                                                               log, maskings).to_dict()
+            graph = PI.graph_guarantee(trainer.model, cfg, split, fit.epochs_run, log, maskings)
+            run_result["graph_guarantee"] = graph.to_dict()
+            if weights is not None and weights.relation == "replace_one":    # the model's one certificate
+                from privrec.privacy.ledger import compose_model
+
+                run_result["model_guarantee"] = compose_model(graph, weights).to_dict()
         elif graph_cert is not None:
             run_result["dpmf_guarantee" if hasattr(model, "set_noise") else "graph_guarantee"] = graph_cert.to_dict()
         if out_dir is not None:
@@ -278,7 +291,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
             save_checkpoint(ckpt, trainer.model, users=inter.users, items=inter.items,
                             history=history, max_len=cfg.max_len,
                             meta={"config": cfg.to_dict(), "seed": seed, "test": test.to_dict(),
-                                  "environment": environment(), **ledger_meta(trainer.model, cfg.delta)})
+                                  "environment": environment(), **ledger_meta(trainer.model, cfg.delta, weights)})
             run_result["checkpoint"] = ckpt.name
         runs.append(run_result)
         if on_run is not None:

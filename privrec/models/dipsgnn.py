@@ -102,6 +102,10 @@ class DIPSGNN(APGNN):
         # restoring the best weights leaves both where they are (privrec.training.model_state)
         self.ledger = Charges.new(n_users, LEDGER_MECHANISM, LEDGER_UNIT)
         self.ledger_complete = True         # False for a state saved before models carried their ledger
+        # False when the weights train under user-level DP-SGD: what a training pass computes from a user's graph
+        # reaches the released weights only through that user's clipped, noised gradient, which DP-SGD's
+        # guarantee covers; validation, test and inference passes are still charged (their outputs are read)
+        self.charge_training = True
 
     def get_extra_state(self) -> torch.Tensor:
         """The noise generator's state, then the ledger's counts (int64 bytes): one uint8 tensor, so training
@@ -123,7 +127,7 @@ class DIPSGNN(APGNN):
     def aggregate(self, a_in, a_out, h, batch=None):
         """Alg. 4 lines 5–11: joint rows clipped to norm C, noisy in- and out-sums, linear maps."""
         h_in, h_out = dipsgnn_step(a_in, a_out, self.joint(h, batch), self.clip, self.sigma, self.noise)
-        if self.draws_noise:
+        if self.draws_noise and (self.charge_training or not self.training):
             self.ledger.charge(batch["user"])          # one noisy step read each row's user graph
         return torch.cat([self.edge_in(h_in), self.edge_out(h_out)], -1)
 

@@ -50,6 +50,20 @@ class Guarantee:
     def with_related(self, *others: Guarantee) -> Guarantee:
         return replace(self, related=self.related + tuple(others))
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Guarantee:
+        """A guarantee read back from :meth:`to_dict` (the dp_accounting event is not: composing read-back
+        guarantees falls back to basic composition)."""
+        def num(x):
+            return math.inf if x == "inf" else float(x)
+
+        return cls(mechanism=d["mechanism"], definition=d["definition"], epsilon=num(d["epsilon"]),
+                   delta=float(d.get("delta", 0.0)), unit=d.get("unit_of_privacy", ""),
+                   parameters=dict(d.get("parameters", {})), valid=bool(d.get("valid", True)),
+                   validity=d.get("validity", ""), accounting=d.get("accounting", "closed form"),
+                   relation=d.get("neighboring_relation"),
+                   related=tuple(cls.from_dict(r) for r in d.get("related", ())), notes=tuple(d.get("notes", ())))
+
     def summary(self) -> str:
         delta = f", delta={self.delta:.3g}" if self.delta else ""
         text = f"{self.definition}: epsilon={_fmt(self.epsilon)}{delta} per {self.unit or 'record'}"
@@ -75,6 +89,7 @@ class Guarantee:
             out["paper_claim"] = self.claimed.to_dict()
         if self.event is not None:
             out["dp_event"] = repr(self.event)
+        if self.event is not None or self.relation is not None:
             out["neighboring_relation"] = self.relation
         if self.related:
             out["related"] = [g.to_dict() for g in self.related]

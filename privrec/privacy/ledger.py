@@ -6,6 +6,8 @@
   unit inside it), so passes that a plan forgot (a second test masking, ``evaluate`` or ``recommend``
   on a checkpoint) are counted because they happened, not because someone listed them. It travels
   in a model's extra state, hence in its training states and checkpoints.
+* :func:`compose_model` — a DIPSGNN model trained with user-level DP-SGD: one certificate for its weights
+  and every aggregate it released, in one unit.
 * :class:`Ledger` — composes heterogeneous guarantees of one pipeline: entries with the same unit of
   privacy compose; when every entry of a unit carries a ``dp_accounting`` event under the same
   neighbouring relation, the total comes from the accountants (tighter of RDP and PLD); otherwise
@@ -15,7 +17,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import dp_accounting
 import numpy as np
@@ -102,6 +104,36 @@ class Ledger:
     def to_dict(self, delta: float | None = None) -> dict:
         return {"entries": [g.to_dict() for g in self.entries],
                 "totals": {u: self.total(u, delta).to_dict() for u in self.units()}}
+
+
+def compose_model(aggregates: Guarantee, weights: Guarantee) -> Guarantee:
+    """The one certificate of a DIPSGNN model trained with user-level DP-SGD, in the aggregates' unit (one
+    transition count of one user's graph): its noisy aggregates (every pass its ledger counted) composed with
+    its weights (DP-SGD, replace one user — any change inside one user's history, so one transition count
+    too). Basic composition (sum of epsilons and of deltas; the two accountants' relations differ), which holds
+    under adaptive composition. Sample-level DP-SGD is refused: it covers a transition only as group privacy
+    over the samples that contain it."""
+    if weights.relation != "replace_one":
+        raise ValueError("a model certificate composes user-level DP-SGD (replace one user) with the aggregates; "
+                         f"these weights are certified per {weights.unit!r}: train with --dpsgd-unit user")
+    total = Ledger().add(aggregates).add(replace(weights, unit=aggregates.unit)).total(aggregates.unit)
+    return replace(
+        total, mechanism="dipsgnn-noisy-aggregation+dp-sgd-user",
+        definition="(epsilon, delta)-DP of the released model: its weights (user-level DP-SGD) and every noisy "
+                   "aggregate it released (training, validation, testing, evaluate, recommend)",
+        parameters={**aggregates.parameters, "aggregates_epsilon": aggregates.epsilon,
+                    "aggregates_delta": aggregates.delta, "weights_epsilon": weights.epsilon,
+                    "weights_delta": weights.delta, "weights": dict(weights.parameters)},
+        related=(aggregates, weights), valid=aggregates.valid and weights.valid,
+        notes=("Basic composition of the aggregates' guarantee and the weights' replace-one-user guarantee (a "
+               "change of one transition count is a change inside one user's history).",
+               "The weights are DP per user on their own (related guarantee): the noisy aggregates a training pass "
+               "computes from a user's graph reach them only through that user's clipped, noised gradient, so the "
+               "aggregates' ledger charges the passes whose outputs are read — validation, test, evaluate, "
+               "recommend — and not the training passes.",
+               "Not covered: the training losses logged and the epoch selected on validation items (raw labels).",
+               "A recommendation to a user still reads that user's own raw history (last item, node set) beside "
+               "the noisy aggregates: it is private towards others, not towards the user it is shown to."))
 
 
 def is_finite(g: Guarantee) -> bool:

@@ -3,10 +3,20 @@
 Poisson-sampled batches (each training sample joins a step with probability q), and accounted with
 dp-accounting's RDP accountant for ``steps`` Poisson-subsampled Gaussians.
 
-**Unit of privacy: one training sample** (for sequential models one prefix with its next item).
-That is *not* DIPSGNN's edge level (one transition count of a user's graph) nor a user: a
-transition lies in up to max_len - 1 prefixes and a user owns all of theirs, so user-level
-protection is group privacy over every sample of the user (much weaker). The guarantee says so.
+**Unit of privacy**, two settings:
+
+* ``"sample"`` (default): one training sample (for sequential models one prefix with its next item),
+  under add/remove. That is *not* DIPSGNN's edge level (one transition count of a user's graph) nor a
+  user: a transition lies in up to max_len - 1 prefixes and a user owns all of theirs, so user-level
+  protection is group privacy over every sample of the user (much weaker). The guarantee says so.
+* ``"user"``: one user, any change to their history (replace-one). Each *user* joins a step with
+  probability q (:class:`UserPoissonTask`), the batch holds all their training samples, and the optimizer
+  sums each user's per-sample gradients before clipping the sum to ``max_grad_norm`` (user-level DP-SGD,
+  McMahan et al., ICLR'18), so one user moves the noisy sum by at most C. The weights are then DP for
+  every change inside one user's history — a transition count, an interaction, a label, the node set —
+  which is what lets them compose with DIPSGNN's edge-level aggregates in one ledger
+  (:func:`privrec.privacy.ledger.compose_model`). Accounted by dp-accounting's PLD accountant under
+  REPLACE_ONE (the RDP accountant does not support it), with add/remove-one-user as the related guarantee.
 
 Reproducibility and resumption: the Poisson draws follow the trainer's seeded batch generator and the
 noise a generator seeded by ``seed`` on the model's device (CPU or CUDA). The noise generator's state
@@ -36,6 +46,10 @@ from privrec.privacy.guarantee import Guarantee
 from privrec.privacy.validate import check_delta, check_epsilon
 
 UNIT = "one training sample (a prefix and its next item); user level is group privacy over all of a user's samples"
+UNIT_USER = "one user (any change to their history: every training sample, transition and label of theirs)"
+UNITS = ("sample", "user")
+# a user-level Poisson draw with no user is a step the data decided to skip: keep its chance below e^-16 (~1e-7)
+MIN_EXPECTED_USERS = 16
 
 
 @dataclass(frozen=True)
@@ -71,45 +85,74 @@ def dpsgd_event(noise_multiplier: float, sample_rate: float, steps: int):
     return dp_accounting.SelfComposedDpEvent(one, int(steps))
 
 
-def dpsgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
-    """RDP epsilon of the run (the accountant Opacus uses by default; PLD over ~10^5 subsampled
-    steps costs minutes)."""
+def dpsgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float,
+                  unit: str = "sample") -> float:
+    """Epsilon of the run: unit "sample", add/remove one sample, RDP (the accountant Opacus uses by default;
+    PLD over ~10^5 subsampled steps costs minutes); unit "user", replace one user, PLD (dp-accounting's RDP
+    accountant has no Poisson sampling under REPLACE_ONE)."""
+    import dp_accounting
     from dp_accounting import rdp
+    from dp_accounting.pld import pld_privacy_accountant
 
-    acc = rdp.RdpAccountant()
+    _check_unit(unit)
+    if unit == "sample":
+        acc = rdp.RdpAccountant()
+    else:
+        acc = pld_privacy_accountant.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE)
     acc.compose(dpsgd_event(noise_multiplier, sample_rate, steps))
     return float(acc.get_epsilon(check_delta(delta)))
 
 
-def calibrate_noise(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
-    """Smallest noise multiplier whose run meets (epsilon, delta) under RDP (bisection, 1e-4 relative)."""
+def _check_unit(unit: str) -> str:
+    if unit not in UNITS:
+        raise ParameterError(f"DP-SGD's unit must be one of {list(UNITS)}, got {unit!r}")
+    return unit
+
+
+def calibrate_noise(epsilon: float, delta: float, sample_rate: float, steps: int, unit: str = "sample") -> float:
+    """Smallest noise multiplier whose run meets (epsilon, delta) for ``unit`` (bisection, 1e-4 relative
+    under RDP; 1e-3 under PLD, whose every evaluation costs ~0.1-1 s)."""
     check_epsilon(epsilon)
+    tol = 1e-4 if _check_unit(unit) == "sample" else 1e-3
     lo, hi = 1e-2, 1.0
-    while dpsgd_epsilon(hi, sample_rate, steps, delta) > epsilon:
+    while dpsgd_epsilon(hi, sample_rate, steps, delta, unit) > epsilon:
         lo, hi = hi, hi * 2
         if hi > 1e4:
             raise ParameterError(f"no noise multiplier up to 1e4 meets epsilon = {epsilon} over {steps} steps")
-    while hi - lo > 1e-4 * hi:
+    while hi - lo > tol * hi:
         mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if dpsgd_epsilon(mid, sample_rate, steps, delta) <= epsilon else (mid, hi)
+        lo, hi = (lo, mid) if dpsgd_epsilon(mid, sample_rate, steps, delta, unit) <= epsilon else (mid, hi)
     return hi
 
 
 def guarantee(noise_multiplier: float, sample_rate: float, steps: int, delta: float, max_grad_norm: float,
-              counted: bool = False) -> Guarantee:
+              counted: bool = False, unit: str = "sample") -> Guarantee:
     """The trained weights' guarantee over ``steps`` noisy steps (``counted``: by the optimizer as it drew the
-    noise, :func:`make_private`; else planned, epochs x steps per epoch, which can only over-count)."""
-    eps = dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta)
+    noise, :func:`make_private`; else planned, epochs x steps per epoch, which can only over-count). Unit
+    "user": replace one user (PLD), with add/remove one user as the related guarantee."""
+    notes = ("Epochs are selected on validation items, which this accounting does not cover.",
+             "steps: counted by the optimizer as each step drew its noise (the ledger)" if counted else
+             "steps: planned (epochs run x steps per epoch; a state from before the count)")
+    params = {"noise_multiplier": noise_multiplier, "sample_rate": sample_rate, "steps": int(steps),
+              "max_grad_norm": max_grad_norm, "unit": _check_unit(unit)}
+    event = dpsgd_event(noise_multiplier, sample_rate, steps)
+    if unit == "sample":
+        return Guarantee(
+            mechanism="dp-sgd", definition="(epsilon, delta)-DP of the trained weights (Poisson-sampled DP-SGD)",
+            epsilon=dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta), delta=delta, unit=UNIT,
+            parameters=params, accounting="RDP (dp-accounting)", event=event, relation="add_or_remove_one",
+            notes=notes)
+    add_remove = Guarantee(
+        mechanism="dp-sgd-user", definition="(epsilon, delta)-DP of the trained weights (user-level DP-SGD)",
+        epsilon=dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta), delta=delta,
+        unit="one user added or removed (all their training samples)", parameters=params,
+        accounting="RDP (dp-accounting)", event=event, relation="add_or_remove_one", notes=notes)
     return Guarantee(
-        mechanism="dp-sgd", definition="(epsilon, delta)-DP of the trained weights (Poisson-sampled DP-SGD)",
-        epsilon=eps, delta=delta, unit=UNIT,
-        parameters={"noise_multiplier": noise_multiplier, "sample_rate": sample_rate, "steps": int(steps),
-                    "max_grad_norm": max_grad_norm},
-        accounting="RDP (dp-accounting)", event=dpsgd_event(noise_multiplier, sample_rate, steps),
-        relation="add_or_remove_one",
-        notes=("Epochs are selected on validation items, which this accounting does not cover.",
-               "steps: counted by the optimizer as each step drew its noise (the ledger)" if counted else
-               "steps: planned (epochs run x steps per epoch; a state from before the count)"))
+        mechanism="dp-sgd-user", definition="(epsilon, delta)-DP of the trained weights (user-level DP-SGD: each "
+                                            "Poisson-sampled user's summed gradient clipped to C, Gaussian noise)",
+        epsilon=dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta, "user"), delta=delta, unit=UNIT_USER,
+        parameters=params, accounting="PLD (dp-accounting), replace-one", event=event, relation="replace_one",
+        related=(add_remove,), notes=notes)
 
 
 class PoissonTask:
@@ -141,6 +184,45 @@ class PoissonTask:
         return self.steps_per_epoch
 
 
+class UserPoissonTask(PoissonTask):
+    """User-level Poisson batches: each of the task's users with training samples joins a step independently
+    with probability ``sample_rate``, bringing all their training samples; ``ceil(1 / sample_rate)`` steps
+    make an epoch. :attr:`groups` is the current batch's per-sample user position (0 .. users in the batch - 1),
+    read by the optimizer (:func:`make_private` with ``groups``) to sum each user's gradients before clipping.
+    The task must say whose each training sample is (``train_sample_users``). An empty draw would be a step the
+    data skipped, so q x users must be at least :data:`MIN_EXPECTED_USERS` (P(empty) <= e^-16)."""
+
+    def __init__(self, task, sample_rate: float):
+        super().__init__(task, sample_rate)
+        owners = getattr(task, "train_sample_users", None)
+        if owners is None:
+            raise ParameterError(f"user-level DP-SGD needs to know whose each training sample is; "
+                                 f"{type(task).__name__} does not say (use --dpsgd-unit sample)")
+        owners = np.asarray(owners)
+        users, inverse = np.unique(owners, return_inverse=True)
+        self.order = np.argsort(inverse, kind="stable")                     # samples grouped by user
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(users)))])
+        self.n, self.n_samples = len(users), len(owners)
+        if self.sample_rate * self.n < MIN_EXPECTED_USERS:
+            raise ParameterError(
+                f"user-level DP-SGD expects {self.sample_rate * self.n:.3g} users per step (sample rate "
+                f"{self.sample_rate:.3g} x {self.n} users); at fewer than {MIN_EXPECTED_USERS} an empty step (which "
+                f"the data would decide) is too likely: raise --batch-size (expected training samples per step, "
+                f"now {self.sample_rate * self.n_samples:.0f}) to at least "
+                f"{math.ceil(MIN_EXPECTED_USERS * self.n_samples / self.n)}")
+        self.groups: torch.Tensor | None = None
+
+    def train_batches(self, batch_size: int, rng: np.random.Generator) -> Iterator[dict[str, torch.Tensor]]:
+        for _ in range(self.steps_per_epoch):
+            chosen = np.flatnonzero(rng.random(self.n) < self.sample_rate)
+            if not len(chosen):
+                continue
+            sizes = self.indptr[chosen + 1] - self.indptr[chosen]
+            idx = np.concatenate([self.order[self.indptr[u]:self.indptr[u + 1]] for u in chosen])
+            self.groups = torch.from_numpy(np.repeat(np.arange(len(chosen)), sizes))
+            yield self.task.train_batch(idx)
+
+
 def _resume_seed(seed: int, optimizer_state: dict) -> int:
     """A seed of its own for a resumed run whose noise state is lost: (seed, steps taken so far)."""
     steps = [int(v["step"]) for v in optimizer_state.get("state", {}).values() if "step" in v]
@@ -148,10 +230,13 @@ def _resume_seed(seed: int, optimizer_state: dict) -> int:
 
 
 def make_private(model: torch.nn.Module, optimizer: torch.optim.Optimizer, noise_multiplier: float,
-                 max_grad_norm: float, expected_batch_size: int, seed: int = 0):
+                 max_grad_norm: float, expected_batch_size: float, seed: int = 0, groups=None):
     """Opacus' per-sample-gradient hooks on ``model`` and its ``DPOptimizer`` around ``optimizer``
     (clip each sample's gradient to ``max_grad_norm``, add N(0, (z C)^2), divide by the expected
     batch size). The model's loss must be a mean over samples with the batch as the leading axis.
+    ``groups`` (user level, :class:`UserPoissonTask`): a callable giving the current batch's per-sample group
+    ids; each group's per-sample gradients are summed before clipping, and ``expected_batch_size`` is then
+    the expected number of groups (users) per step.
     The noise generator lives on the model's device and its state is part of the optimizer's
     ``state_dict`` (see the module docstring: a resumed run never repeats noise)."""
     from opacus import GradSampleModule
@@ -161,6 +246,19 @@ def make_private(model: torch.nn.Module, optimizer: torch.optim.Optimizer, noise
         # the privacy ledger of DP-SGD: noisy steps counted as the noise is drawn (a resumed run keeps its
         # count; a state saved before the count existed leaves it unknown, None, and the plan is certified)
         noise_draws: int | None = 0
+
+        def clip_and_accumulate(self):
+            if groups is not None:                   # user level: one row per user, the sum of their samples'
+                ids = groups()
+                n = int(ids.max()) + 1 if len(ids) else 0
+                for p in self.params:
+                    gs = self._get_flat_grad_sample(p)
+                    if len(gs) != len(ids):
+                        raise RuntimeError(f"user-level DP-SGD: {len(gs)} per-sample gradients for {len(ids)} "
+                                           "samples' user ids (the batch is not the task's last)")
+                    p.grad_sample = torch.zeros((n, *gs.shape[1:]), dtype=gs.dtype,
+                                                device=gs.device).index_add_(0, ids.to(gs.device), gs)
+            super().clip_and_accumulate()
 
         def add_noise(self):
             super().add_noise()

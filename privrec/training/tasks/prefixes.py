@@ -97,6 +97,11 @@ class PrefixTask:
     def n_train_samples(self) -> int:
         return len(self._train[1])
 
+    @property
+    def train_sample_users(self) -> np.ndarray:
+        """Whose each training sample is (user rows; user-level DP-SGD groups by it)."""
+        return self._train[2]
+
     def train_batch(self, idx: np.ndarray) -> dict[str, torch.Tensor]:
         inputs, targets, users = (a[idx] for a in self._train)
         inputs = trim_padding(inputs)

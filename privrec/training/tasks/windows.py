@@ -124,6 +124,11 @@ class SequenceTask(HistoryBatches):
     def n_train_samples(self) -> int:
         return len(self._inputs)
 
+    @property
+    def train_sample_users(self) -> np.ndarray:
+        """Whose each training window is (user rows; user-level DP-SGD groups by it)."""
+        return self._users
+
     def train_batch(self, idx: np.ndarray) -> dict[str, torch.Tensor]:
         """The training windows ``idx`` as one batch."""
         return {"seq": torch.from_numpy(self._inputs[idx].astype(np.int64)),
