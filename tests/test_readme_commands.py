@@ -40,6 +40,10 @@ VARIANTS: dict[str, str] = {
     "privrec train dipsgnn --dataset ml-1m --protocol dipsgnn --epsilon1 20 --set sigma=0.228 --set clip=0.2":
         "train dipsgnn --dataset ml-100k --protocol dipsgnn --epsilon1 20 --set sigma=0.228 --set clip=0.2 --epochs 1 "
         "--set hidden=16 --batch-size 1024",
+    "privrec train dipsgnn --dataset ml-100k --protocol dipsgnn --epsilon2 2.5 --accounting honest --dpsgd-epsilon 2.5 "
+    "--dpsgd-unit user --batch-size 1024":
+        "train dipsgnn --dataset ml-100k --protocol dipsgnn --epsilon2 2.5 --accounting honest --dpsgd-epsilon 2.5 "
+        "--dpsgd-unit user --batch-size 1024 --epochs 1 --set hidden=16 --set user_dim=4",
     "privrec train edgerand --dataset ml-1m --protocol dipsgnn --epsilon1 20 --epsilon2 5":
         "train edgerand --dataset ml-100k --protocol dipsgnn --epsilon1 20 --epsilon2 5 --epochs 1 --set hidden=16 "
         "--batch-size 1024",
