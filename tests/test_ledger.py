@@ -237,7 +237,8 @@ def test_a_private_dipsgnn_model_has_one_certificate_that_evaluate_and_recommend
     run = json.loads(Path("p/results.json").read_text())["runs"][0]
     weights, graph, model = run["dpsgd_guarantee"], run["graph_guarantee"], run["model_guarantee"]
     assert weights["parameters"]["steps"] == len(steps) > 0 and weights["neighboring_relation"] == "replace_one"
-    assert weights["epsilon"] <= 2.5 + 1e-6 and graph["epsilon"] <= 2.5 + 1e-6
+    assert weights["epsilon"] <= 2.5 + 1e-6 and 2.45 < graph["epsilon"] <= 2.5 + 1e-6   # sigma planned on the
+    # passes outside training (validation + both test maskings), exactly what the ledger charged
     assert model["epsilon"] == pytest.approx(weights["epsilon"] + graph["epsilon"]) and model["epsilon"] <= 5 + 1e-6
     assert model["unit_of_privacy"] == graph["unit_of_privacy"]
 

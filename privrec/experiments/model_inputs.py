@@ -99,11 +99,28 @@ def passes(cfg, split: Split, epochs: int, maskings: int = 1) -> int:
     return epochs * max(cut - 1, 1) + epochs + 1 + (maskings - 1) * -(-cut // 5)
 
 
-def graph_guarantee(model, cfg, split: Split, epochs: int, log=None, maskings: int = 1):
+def read_passes(task, epochs: int, maskings: int = 1) -> int:
+    """The noisy passes *outside training* that read the most-read user graph: ``epochs`` x that user's validation
+    prefixes + ``maskings`` x their test prefixes — exactly what the ledger charges when the weights train under
+    user-level DP-SGD (whose guarantee covers the training passes)."""
+    valid, test = task.stage_users("valid"), task.stage_users("test")
+    n = int(max(valid.max(initial=0), test.max(initial=0))) + 1
+    return max(int((epochs * np.bincount(valid, minlength=n) + maskings * np.bincount(test, minlength=n)).max()), 1)
+
+
+def plan_passes(cfg, split: Split, epochs: int, maskings: int = 1, task=None) -> int:
+    """The passes that calibrate sigma: :func:`read_passes` for a model whose weights train under user-level
+    DP-SGD (given its prefixes ``task``), else :func:`passes` (training passes included)."""
+    if cfg.dpsgd_epsilon is not None and cfg.dpsgd_unit == "user" and task is not None:
+        return read_passes(task, epochs, maskings)
+    return passes(cfg, split, epochs, maskings)
+
+
+def graph_guarantee(model, cfg, split: Split, epochs: int, log=None, maskings: int = 1, task=None):
     """DIPSGNN's honest (epsilon, delta) over everything the model released so far, from its privacy ledger
     (:meth:`privrec.models.dipsgnn.DIPSGNN.guarantee`). ``log`` hears when the ledger counted more passes than
-    the plan (:func:`passes`) that calibrated sigma: the certified epsilon is then above the epsilon2 asked for."""
-    plan = passes(cfg, split, epochs, maskings)
+    the plan (:func:`plan_passes`) that calibrated sigma: the certified epsilon is then above the epsilon2 asked for."""
+    plan = plan_passes(cfg, split, epochs, maskings, task)
     g = model.guarantee(cfg.delta, plan)
     if log is not None and model.noisy_passes() > plan:
         log(f"dipsgnn: the ledger counted {model.noisy_passes()} noisy passes of the most-read user graph, more than "
@@ -111,9 +128,9 @@ def graph_guarantee(model, cfg, split: Split, epochs: int, log=None, maskings: i
     return g
 
 
-def dipsgnn_sigma(cfg, split: Split, log, maskings: int = 1) -> dict:
+def dipsgnn_sigma(cfg, split: Split, log, maskings: int = 1, task=None) -> dict:
     """{"sigma": ...} from ``cfg.epsilon2`` under ``cfg.accounting`` (empty when not asked); ``maskings``: the
-    run's test passes (:func:`passes`)."""
+    run's test passes; ``task``: the prefixes task (:func:`plan_passes`)."""
     if cfg.epsilon2 is None or cfg.model in ("edgerand", "dpmf"):     # their own use of epsilon2
         return {}
     if cfg.model != "dipsgnn":
@@ -127,7 +144,8 @@ def dipsgnn_sigma(cfg, split: Split, log, maskings: int = 1) -> dict:
     if cfg.accounting == "paper":
         sigma = paper_sigma(cfg.epsilon2, clip, steps, cfg.delta)
     else:
-        sigma = calibrate_sigma(cfg.epsilon2, cfg.delta, clip, steps, passes(cfg, split, cfg.train.epochs, maskings))
+        sigma = calibrate_sigma(cfg.epsilon2, cfg.delta, clip, steps,
+                                plan_passes(cfg, split, cfg.train.epochs, maskings, task))
     log(f"dipsgnn: sigma {sigma:.4g} for epsilon2 = {cfg.epsilon2:g} ({cfg.accounting} accounting, C = {clip:g}, "
         f"T = {steps})")
     return {"sigma": sigma}

@@ -212,7 +212,6 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     if getattr(MODELS.get(cfg.model), "needs_users", False):
         extra["n_users"] = inter.n_users + 1
     maskings = 2 if both_maskings and cfg.eval.mode == "full" else 1     # test passes, each re-noised
-    extra.update(PI.dipsgnn_sigma(cfg, split, log, maskings))
     task, graphs, graph_cert = None, None, None
     if cfg.split == "prefixes":             # the protocol decides the samples (built once, before the models)
         if getattr(MODELS.get(cfg.model), "task", "") in ("cloze", "merged_cloze"):
@@ -221,6 +220,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
         if private is not None:
             raise ParameterError("the prefixes protocol does not read randomised-response releases yet; drop --epsilon")
         task = prefix_task(split, inter.n_items, cfg.max_len, cfg.bucket)
+    extra.update(PI.dipsgnn_sigma(cfg, split, log, maskings, task))
     if getattr(MODELS.get(cfg.model), "needs_graphs", False):
         if task is None:
             raise ParameterError(f"{cfg.model} reads published prefix graphs: use --protocol dipsgnn (--split prefixes)")
@@ -276,7 +276,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
                                       counted=drawn is not None, unit=cfg.dpsgd_unit)
             run_result["dpsgd_guarantee"] = weights.to_dict()
         if getattr(model, "sigma", None) is not None:
-            graph = PI.graph_guarantee(trainer.model, cfg, split, fit.epochs_run, log, maskings)
+            graph = PI.graph_guarantee(trainer.model, cfg, split, fit.epochs_run, log, maskings, task)
             run_result["graph_guarantee"] = graph.to_dict()
             if weights is not None and weights.relation == "replace_one":    # the model's one certificate
                 from privrec.privacy.ledger import compose_model

@@ -142,6 +142,10 @@ class PrefixTask:
     def stage_targets(self, stage: str) -> Sequences:
         return self._targets[stage]
 
+    def stage_users(self, stage: str) -> np.ndarray:
+        """Whose each ``stage`` ("valid" or "test") prefix is (user rows)."""
+        return self._eval[stage][2]
+
     def stage_history(self, stage: str) -> Sequences:
         return self._history[stage]
 
