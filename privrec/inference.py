@@ -29,7 +29,7 @@ def ledger_meta(model, delta: float, weights=None) -> dict:
     g = _certificate(model.guarantee(delta), weights)
     out = {"summary": g.summary(), "guarantee": g.to_dict()}
     if weights is not None and g.related:
-        out["weights"] = g.related[1].to_dict()
+        out["weights"] = next(r for r in g.related if r.relation == "replace_one").to_dict()
     return {"privacy_ledger": out}
 
 

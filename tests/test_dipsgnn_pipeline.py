@@ -123,3 +123,22 @@ def test_figures_keeps_only_the_chosen_sweeps():
     for bad in (["8"], []):
         with pytest.raises(ParameterError, match="figures"):
             D.only_figures(bad)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_the_private_model_variant_is_one_certificate_within_epsilon2(toy, tmp_path):
+    """DIPSGNN-DP (opt in): eps2 / 2 for the aggregates (honest sigma), eps2 / 2 for user-level DP-SGD; its row
+    reads the composed certificate (<= eps2 per transition count) and says the model is private."""
+    from privrec.experiments import dipsgnn as D
+
+    assert "DIPSGNN-DP" not in D.DIPSGNNConfig().methods                # not in the paper: opt in
+    cfg = _cfg(toy, methods=("DIPSGNN-DP",), honest=False, epsilon2s=(), steps_grid=(), clips=(), ablation=False)
+    res = D.reproduce(cfg, tmp_path / "dp", log=lambda m: None)
+    (run,) = res["runs"]
+    model, weights, graph = (run["extra"][k] for k in ("model_guarantee", "dpsgd_guarantee", "graph_guarantee"))
+    assert run["labels"]["accounting"] == "honest" and weights["neighboring_relation"] == "replace_one"
+    assert model["epsilon"] == pytest.approx(weights["epsilon"] + graph["epsilon"]) and model["epsilon"] <= 5 + 1e-6
+    (row,) = res["summary"]
+    assert row["privacy"]["true"] == model["epsilon"] and row["privacy"]["interaction"] > model["epsilon"]
+    md = (tmp_path / "dp" / "results.md").read_text()
+    assert "DIPSGNN-DP (private model" in md and "yes, per transition count" in md

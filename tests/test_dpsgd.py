@@ -222,6 +222,9 @@ def test_a_model_certificate_composes_aggregates_and_user_level_weights():
     weights = D.guarantee(2.0, 0.1, 50, 1e-6, 1.0, unit="user")
     g = compose_model(agg, weights)
     assert g.epsilon == pytest.approx(agg.epsilon + weights.epsilon) and g.delta == pytest.approx(2e-6)
-    assert g.unit == agg.unit and g.parameters["passes"] == 30 and g.related == (agg, weights)
+    assert g.unit == agg.unit and g.parameters["passes"] == 30 and g.related[1:] == (agg, weights)
+    per_interaction = agg.related[0]                                # the aggregates per interaction, plus the weights
+    assert "interaction" in g.related[0].unit
+    assert g.related[0].epsilon == pytest.approx(per_interaction.epsilon + weights.epsilon)
     with pytest.raises(ValueError, match="dpsgd-unit user"):
         compose_model(agg, D.guarantee(2.0, 0.1, 50, 1e-6, 1.0))

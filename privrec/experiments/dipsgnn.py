@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +45,11 @@ METHODS: dict[str, tuple[str, str | None]] = {
     "BPR-MF": ("bprmf", None), "SASRec": ("sasrec", None), "GRU4Rec": ("gru4rec", None),
     "SR-GNN": ("srgnn", None), "APGNN": ("apgnn", None), "DPMF": ("dpmf", "objective"),
     "DP-SGD": ("srgnn", "dpsgd"), "EdgeRand": ("edgerand", "graph"), "DIPSGNN": ("dipsgnn", "graph"),
+    # DIPSGNN whose *model* is private (not in the paper; opt in with --methods): half of eps2 for the aggregates
+    # (honest sigma), half for user-level DP-SGD on the weights, one certificate per transition count
+    "DIPSGNN-DP": ("dipsgnn", "graph+dpsgd"),
 }
+DEFAULT_METHODS = tuple(m for m in METHODS if m != "DIPSGNN-DP")
 FEATURES = ("apgnn", "edgerand", "dipsgnn")           # the models that read user features
 EVAL = EvalConfig(mode="full", ks=(5, 10, 20), metrics=("hr", "mrr"), mask_history=False)
 PAPER_STATS = {"users": 5945, "items": 2810, "interactions": 365535}
@@ -73,7 +77,7 @@ class DIPSGNNConfig:
     steps: int = 1                      # T
     dpsgd_clip: float = 1.0
     bucket: bool = True                 # training batches of similar prefix length: ~2x faster graph batches
-    methods: tuple[str, ...] = tuple(METHODS)
+    methods: tuple[str, ...] = DEFAULT_METHODS
     honest: bool = True                 # Table 2's DIPSGNN row again under honest accounting
     seeds: tuple[int, ...] = (0, 1, 2)
     sweep_seeds: tuple[int, ...] = (0,)
@@ -123,12 +127,12 @@ def labels(method: str, cfg: DIPSGNNConfig, **kw) -> dict:
            "user_features": model in FEATURES}
     if model in ("srgnn", "apgnn", "edgerand", "dipsgnn"):
         lab["steps"] = cfg.steps
-    if private == "graph":
+    if private in ("graph", "graph+dpsgd"):
         lab.update(epsilon1=cfg.epsilon1, epsilon2=cfg.epsilon2)
     if private in ("dpsgd", "objective"):
         lab["epsilon2"] = cfg.epsilon2
     if model == "dipsgnn":
-        lab.update(accounting="paper", clip=cfg.clip)
+        lab.update(accounting="honest" if private == "graph+dpsgd" else "paper", clip=cfg.clip)
     lab.update(kw)
     if not lab["user_features"]:
         lab["epsilon1"] = None
@@ -212,6 +216,14 @@ class DIPSGNNExperiment:
             if lab["accounting"] == "none":      # Fig. 7's Nonp: eps2 = infinity, no aggregation noise
                 mc["sigma"] = 0.0
         preset = PROTOCOLS["dipsgnn"]
+        if private == "graph+dpsgd":           # eps2 split in halves; batches big enough for user-level sampling
+            half = lab["epsilon2"] / 2
+            return SequentialConfig(
+                dataset=c.dataset, model=model, preprocessing=preset["preprocessing"], split="prefixes",
+                max_len=c.max_len, model_config=mc, train=replace(c.train, batch_size=self.private_batch()),
+                eval=EVAL, seeds=(spec.seed,), release_seed=spec.seed, epsilon1=lab["epsilon1"], delta=c.delta,
+                epsilon2=half, accounting="honest", dpsgd_epsilon=half, dpsgd_clip=c.dpsgd_clip, dpsgd_unit="user",
+                user_features=lab["user_features"], bucket=c.bucket)
         return SequentialConfig(
             dataset=c.dataset, model=model, preprocessing=preset["preprocessing"], split="prefixes",
             max_len=c.max_len, model_config=mc, train=c.train, eval=EVAL, seeds=(spec.seed,),
@@ -221,6 +233,17 @@ class DIPSGNNExperiment:
             dpsgd_epsilon=lab["epsilon2"] if private == "dpsgd" else None, dpsgd_clip=c.dpsgd_clip,
             user_features=lab["user_features"] or model not in FEATURES, bucket=c.bucket)
 
+    def private_batch(self) -> int:
+        """DIPSGNN-DP's batch (expected training prefixes per step): enough for twice the fewest users per step
+        that user-level DP-SGD accepts (:data:`privrec.training.dpsgd.MIN_EXPECTED_USERS`), from the users'
+        estimated training prefixes (80% of each cut sequence, 90% of those trained), in multiples of 64."""
+        from privrec.training.dpsgd import MIN_EXPECTED_USERS
+
+        lengths = np.minimum(self.split.full_history().lengths, self.cfg.max_len)
+        prefixes = float(np.maximum(0.8 * lengths - 1, 0).sum() * 0.9)
+        need = 2 * MIN_EXPECTED_USERS * prefixes / max(len(lengths), 1)
+        return max(self.cfg.train.batch_size, 64 * int(np.ceil(need / 64)))
+
     def train(self, spec: RunSpec, state: Path, log: Callable[[str], None]) -> RunRecord:
         from privrec.experiments.sequential import run
 
@@ -228,7 +251,8 @@ class DIPSGNNExperiment:
         res = run(self.sequential_config(spec), log=lambda m: log(f"{tag} {m}"), data=(self.inter, self.split),
                   state_file=state)
         r = res["runs"][0]
-        extra = {k: r[k] for k in ("graph_guarantee", "dpsgd_guarantee", "dpmf_guarantee") if k in r}
+        extra = {k: r[k] for k in ("graph_guarantee", "dpsgd_guarantee", "dpmf_guarantee", "model_guarantee")
+                 if k in r}
         if "feature_guarantee" in res:
             extra["feature_guarantee"] = res["feature_guarantee"]
         return RunRecord(spec.key, spec.seed, dict(spec.labels), r["fit"], {"test": r["test"]["metrics"]},

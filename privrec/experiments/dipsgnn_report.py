@@ -24,7 +24,8 @@ def privacy(r: RunRecord) -> dict:
     figure, the paper's claim for the same noise, and ε₁ of its features (None where not private)."""
     out = {"true": None, "interaction": None, "claimed": None, "unit": None,
            "epsilon1": (r.extra.get("feature_guarantee") or {}).get("epsilon")}
-    g = r.extra.get("graph_guarantee") or r.extra.get("dpsgd_guarantee") or r.extra.get("dpmf_guarantee")
+    g = (r.extra.get("model_guarantee") or r.extra.get("graph_guarantee") or r.extra.get("dpsgd_guarantee")
+         or r.extra.get("dpmf_guarantee"))
     if g:
         related = (g.get("related") or [{}])[0]
         out.update(true=g["epsilon"], interaction=related.get("epsilon"), unit=g["unit_of_privacy"],
@@ -111,6 +112,8 @@ def write(out_dir: str | Path, res: dict) -> None:
 
 
 def _name(lab: dict) -> str:
+    if lab["method"] == "DIPSGNN-DP":
+        return "DIPSGNN-DP (private model: ε₂/2 aggregates + ε₂/2 user-level DP-SGD)"
     return lab["method"] + (f" ({lab['accounting']} accounting)" if lab["accounting"] == "honest" else "")
 
 
@@ -121,6 +124,8 @@ MODEL_PRIVATE = {
                "next-item labels and each graph's node set are read raw",
     "EdgeRand": "no: only the adjacency is noised; labels, node sets and the readout are read raw",
     "DP-SGD": "yes, per training sample: Opacus' clipping and noise cover every weight update",
+    "DIPSGNN-DP": "yes, per transition count (one certificate: user-level DP-SGD weights + every aggregate read); "
+                  "a recommendation still reads its own user's raw last item",
     "DPMF": "no: nothing proven (see its certificate)",
 }
 

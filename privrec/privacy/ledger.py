@@ -116,7 +116,12 @@ def compose_model(aggregates: Guarantee, weights: Guarantee) -> Guarantee:
     if weights.relation != "replace_one":
         raise ValueError("a model certificate composes user-level DP-SGD (replace one user) with the aggregates; "
                          f"these weights are certified per {weights.unit!r}: train with --dpsgd-unit user")
-    total = Ledger().add(aggregates).add(replace(weights, unit=aggregates.unit)).total(aggregates.unit)
+    def both(agg: Guarantee) -> Guarantee:
+        return Ledger().add(agg).add(replace(weights, unit=agg.unit)).total(agg.unit)
+
+    total = both(aggregates)
+    # the same model per interaction (its aggregates' interaction-level figure, when they state one), first
+    others = tuple(both(r) for r in aggregates.related if "interaction" in r.unit)
     return replace(
         total, mechanism="dipsgnn-noisy-aggregation+dp-sgd-user",
         definition="(epsilon, delta)-DP of the released model: its weights (user-level DP-SGD) and every noisy "
@@ -124,7 +129,7 @@ def compose_model(aggregates: Guarantee, weights: Guarantee) -> Guarantee:
         parameters={**aggregates.parameters, "aggregates_epsilon": aggregates.epsilon,
                     "aggregates_delta": aggregates.delta, "weights_epsilon": weights.epsilon,
                     "weights_delta": weights.delta, "weights": dict(weights.parameters)},
-        related=(aggregates, weights), valid=aggregates.valid and weights.valid,
+        related=(*others, aggregates, weights), valid=aggregates.valid and weights.valid,
         notes=("Basic composition of the aggregates' guarantee and the weights' replace-one-user guarantee (a "
                "change of one transition count is a change inside one user's history).",
                "The weights are DP per user on their own (related guarantee): the noisy aggregates a training pass "

@@ -57,7 +57,7 @@ def seed_torch(seed: int) -> None:
 # Settings added after results were recorded, with the default that reproduces the behaviour before them:
 # at that default they are left out of every hashed configuration (:func:`without_later_defaults`), so a
 # record or state made before the setting existed keeps its fingerprint and stays reusable.
-LATER_DEFAULTS: dict[str, object] = {"warmup_steps": 0, "precision": "fp32", "testbed": "dense"}
+LATER_DEFAULTS: dict[str, object] = {"warmup_steps": 0, "precision": "fp32", "testbed": "dense", "dpsgd_unit": "sample"}
 # The same, for settings added at the top level of a configuration only: a key of that name nested deeper is an
 # older setting and stays hashed (PriCDR's ``min_rating`` is new; ``preprocessing.min_rating`` is not).
 TOP_LEVEL_LATER_DEFAULTS: dict[str, object] = {"min_rating": None}
