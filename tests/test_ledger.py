@@ -212,7 +212,6 @@ def test_a_private_dipsgnn_model_has_one_certificate_that_evaluate_and_recommend
     from opacus.optimizers import DPOptimizer
 
     from privrec.inference import TrainedModel
-
     from privrec.models import dipsgnn as D
 
     steps, outside_training = [], []
