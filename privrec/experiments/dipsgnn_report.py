@@ -193,7 +193,11 @@ def markdown(res: dict) -> str:
               f"ε₂ itself; EdgeRand needs no honest row (its one release already costs exactly ε₂). 'model "
               "private': whether that ε also covers the trained weights and what they recommend — for DIPSGNN and "
               "EdgeRand it does not, so their honest comparison with DP-SGD is of released aggregates against a "
-              "released model.", ""]
+              "released model."
+              + (" DIPSGNN-DP (not in the paper) makes the model private at the same total ε₂: σ calibrated to ε₂/2 "
+                 "on the aggregate passes whose outputs are read, user-level DP-SGD at ε₂/2 on the weights, one "
+                 "certificate per transition count (basic composition; the weights alone are DP per user)."
+                 if any(lab["method"] == "DIPSGNN-DP" for lab in res["table"]) else ""), ""]
     lines += ["**Claim check** (the paper: DIPSGNN beats EdgeRand, +19.99% R@20 on ML-1M; paired by seed)", ""]
     for c in res["claims"]:
         g = c["gap"]
