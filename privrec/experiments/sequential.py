@@ -130,6 +130,8 @@ class SequentialConfig:
             DPSGDConfig(max_grad_norm=self.dpsgd_clip, epsilon=self.dpsgd_epsilon, delta=self.delta)   # validates
         if self.dpsgd_unit not in ("sample", "user"):
             raise ParameterError(f"dpsgd_unit must be 'sample' or 'user', got {self.dpsgd_unit!r}")
+        if self.dpsgd_unit != "sample" and self.dpsgd_epsilon is None:
+            raise ParameterError("--dpsgd-unit is DP-SGD's unit of privacy: give its budget with --dpsgd-epsilon E")
         from privrec.privacy.validate import check_delta
 
         check_delta(self.delta)
