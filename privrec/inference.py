@@ -28,8 +28,9 @@ def ledger_meta(model, delta: float, weights=None) -> dict:
         return {}
     g = _certificate(model.guarantee(delta), weights)
     out = {"summary": g.summary(), "guarantee": g.to_dict()}
-    if weights is not None and g.related:
-        out["weights"] = next(r for r in g.related if r.relation == "replace_one").to_dict()
+    weights_part = next((r for r in g.related if r.relation == "replace_one"), None) if weights is not None else None
+    if weights_part is not None:                       # user-level DP-SGD's weights: composed into the certificate
+        out["weights"] = weights_part.to_dict()
     return {"privacy_ledger": out}
 
 
@@ -105,9 +106,12 @@ class TrainedModel:
                               "unknown and no budget can be kept; train it again with this version of privrec")
         g = self.guarantee(planned_users)
         if g.epsilon > budget:
+            weights = (f"; the weights' DP-SGD {g.parameters['weights_epsilon']:.4g} of it, fixed at training"
+                       if "weights_epsilon" in g.parameters else "")
             raise BudgetError(f"this call would take the model's certified epsilon to {g.epsilon:.6g} (delta "
-                              f"{g.delta:.3g}, {g.parameters['passes']} noisy passes of the most-read user graph), past "
-                              f"--budget {budget:g}; nothing was run. Raise --budget, or ask for fewer users")
+                              f"{g.delta:.3g}, {g.parameters['passes']} noisy passes of the most-read user graph"
+                              f"{weights}), past --budget {budget:g}; nothing was run. Raise --budget, or ask for "
+                              "fewer users")
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the checkpoint back atomically with the model's current state (its ledger) and certificate."""

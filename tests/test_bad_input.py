@@ -82,6 +82,7 @@ CASES: list[tuple[str, str]] = [
      "give one"),
     ("train dpsgd-srgnn --dataset feat.inter --protocol dipsgnn", "needs its budget"),
     ("train dipsgnn --dataset feat.inter --protocol dipsgnn --dpsgd-unit user", "give its budget with --dpsgd-epsilon"),
+    ("train dipsgnn --dataset feat.inter --dpsgd-epsilon 2 --dpsgd-unit user", "use --protocol dipsgnn"),
     ("train dpsgd-srgnn --dataset feat.inter --protocol dipsgnn --epsilon2 5 --precision bf16", "not supported with"),
     ("train sasrec --dataset x.inter --protocol raw --precision fp16", "'fp16' is not one of"),
     ("train sasrec --dataset feat.inter --protocol dipsgnn --epsilon2 5", "not sasrec's"),

@@ -228,3 +228,41 @@ def test_a_model_certificate_composes_aggregates_and_user_level_weights():
     assert g.related[0].epsilon == pytest.approx(per_interaction.epsilon + weights.epsilon)
     with pytest.raises(ValueError, match="dpsgd-unit user"):
         compose_model(agg, D.guarantee(2.0, 0.1, 50, 1e-6, 1.0))
+
+
+def test_user_level_delta_counts_the_chance_of_a_skipped_empty_step():
+    z, q, steps = 1.5, 0.1, 40
+    plain = D.guarantee(z, q, steps, 1e-6, 1.0, unit="user")
+    g = D.guarantee(z, q, steps, 1e-6, 1.0, unit="user", n_units=120)
+    skip = steps * (1 - q) ** 119
+    assert g.epsilon == plain.epsilon and g.delta == pytest.approx(1e-6 + (1 + np.exp(g.epsilon)) * skip)
+    assert g.related[0].delta > 1e-6 and "empty Poisson draw" in " ".join(g.notes)
+    with pytest.raises(ParameterError, match="at least 16"):
+        D.UserPoissonTask(_task_of(10), 1.0)
+
+
+def _task_of(n_users: int):
+    from privrec.data.sequences import Sequences
+    from privrec.data.splits import leave_one_out
+    from privrec.training.tasks import SequenceTask
+
+    rows = [[]] + [[(u + j) % 15 + 1 for j in range(8)] for u in range(n_users)]
+    return SequenceTask(leave_one_out(Sequences.from_rows(rows)), 15, max_len=5, stride=1)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_a_state_whose_steps_drew_other_noise_is_not_resumed():
+    """Its steps drew noise at another multiplier (another epoch cap or budget): certifying them at this run's
+    multiplier would misstate epsilon, so the resume is refused."""
+    from privrec.errors import CheckpointError
+    from privrec.models import build
+
+    model = build("srgnn", n_items=15, max_len=5, hidden=8)
+    a = D.make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), 1.0, 1.0, 4)
+    state = a.state_dict()
+    other = build("srgnn", n_items=15, max_len=5, hidden=8)
+    b = D.make_private(other, torch.optim.SGD(other.parameters(), lr=0.1), 2.0, 1.0, 4)
+    with pytest.raises(CheckpointError, match="multiplier 1"):
+        b.load_state_dict(state)
+    same = build("srgnn", n_items=15, max_len=5, hidden=8)
+    D.make_private(same, torch.optim.SGD(same.parameters(), lr=0.1), 1.0, 1.0, 4).load_state_dict(state)

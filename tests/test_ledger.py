@@ -260,3 +260,27 @@ def test_a_private_dipsgnn_model_has_one_certificate_that_evaluate_and_recommend
     assert main(["guarantee", "--checkpoint", str(ckpt)]) == 0
     out = capsys.readouterr().out
     assert "released model" in out and "user-level DP-SGD" in out and "ledger: dipsgnn-aggregation-step" in out
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_every_seed_of_a_private_dipsgnn_meets_its_plan_and_sample_level_dpsgd_keeps_its_own_certificate(counted):
+    """The uncharged training passes hold for every seed's model (not the first only); DIPSGNN with sample-level
+    DP-SGD keeps the aggregates' certificate alone in its checkpoint (no composition in unlike units)."""
+    import json
+
+    from privrec.inference import TrainedModel
+
+    argv = ["train", "dipsgnn", "--dataset", "feat.inter", "--protocol", "dipsgnn", "--epochs", "1", "--out", "two",
+            "--epsilon2", "2.5", "--accounting", "honest", "--dpsgd-epsilon", "2.5", "--dpsgd-unit", "user",
+            "--batch-size", "256", "--seeds", "0,1", "--set", "hidden=8", "--set", "user_dim=4", "--quiet"]
+    assert main(argv) == 0
+    runs = json.loads(Path("two/results.json").read_text())["runs"]
+    assert [2.45 < r["graph_guarantee"]["epsilon"] <= 2.5 + 1e-6 for r in runs] == [True, True]
+    argv = ["train", "dipsgnn", "--dataset", "feat.inter", "--protocol", "dipsgnn", "--epochs", "1", "--out", "smp",
+            "--epsilon2", "5", "--dpsgd-epsilon", "5", "--batch-size", "64", "--set", "hidden=8", "--set",
+            "user_dim=4", "--quiet"]
+    assert main(argv) == 0
+    run = json.loads(Path("smp/results.json").read_text())["runs"][0]
+    assert "model_guarantee" not in run and run["dpsgd_guarantee"]["neighboring_relation"] == "add_or_remove_one"
+    g = TrainedModel.load("smp/dipsgnn-seed0.pt").guarantee()
+    assert g.mechanism == "dipsgnn-noisy-aggregation"

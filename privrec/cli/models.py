@@ -107,7 +107,8 @@ BUDGET_HELP = ("For a model whose inference draws noise (DIPSGNN): refuse, runni
                    "calibrated so every noisy pass of the whole run together meets epsilon2.")
 @click.option("--dpsgd-epsilon", type=float, default=None,
               help="Train with DP-SGD (Opacus: per-sample clipping + Gaussian noise on Poisson batches of expected "
-                   "size --batch-size), noise calibrated to this epsilon over --epochs; unit: one training sample.")
+                   "size --batch-size), noise calibrated to this epsilon over --epochs; unit: one training sample (--dpsgd-unit "
+                   "user: one user).")
 @click.option("--dpsgd-clip", type=float, default=1.0, show_default=True,
               help="DP-SGD's per-sample (per-user with --dpsgd-unit user) gradient norm bound.")
 @click.option("--dpsgd-unit", type=click.Choice(["sample", "user"]), default="sample", show_default=True,

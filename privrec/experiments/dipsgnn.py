@@ -50,6 +50,9 @@ METHODS: dict[str, tuple[str, str | None]] = {
     "DIPSGNN-DP": ("dipsgnn", "graph+dpsgd"),
 }
 DEFAULT_METHODS = tuple(m for m in METHODS if m != "DIPSGNN-DP")
+# revisions of DIPSGNN-DP's recipe (part of its runs' fingerprint): 2 = delta split in halves too, and the chance of
+# a skipped empty user draw in delta
+PRIVATE_MODEL_REVISION = 2
 FEATURES = ("apgnn", "edgerand", "dipsgnn")           # the models that read user features
 EVAL = EvalConfig(mode="full", ks=(5, 10, 20), metrics=("hr", "mrr"), mask_history=False)
 PAPER_STATS = {"users": 5945, "items": 2810, "interactions": 365535}
@@ -186,6 +189,14 @@ class DIPSGNNExperiment:
                                                   "epsilon1s", "steps_grid", "clips", "ablation", "epsilon1",
                                                   "epsilon2", "clip", "steps"), self.inter.summary())
 
+    def fingerprint_of(self, spec: RunSpec) -> str:
+        """The grid's fingerprint; DIPSGNN-DP's runs add its recipe's revision (a new recipe redoes them only)."""
+        from privrec.utils.repro import config_hash
+
+        if METHODS[spec.labels["method"]][1] != "graph+dpsgd":
+            return self.fingerprint()
+        return config_hash({"grid": self.fingerprint(), "private_model": PRIVATE_MODEL_REVISION})
+
     def cap(self) -> tuple[int, int, int]:
         return train_cap(self.cfg.train)
 
@@ -216,12 +227,12 @@ class DIPSGNNExperiment:
             if lab["accounting"] == "none":      # Fig. 7's Nonp: eps2 = infinity, no aggregation noise
                 mc["sigma"] = 0.0
         preset = PROTOCOLS["dipsgnn"]
-        if private == "graph+dpsgd":           # eps2 split in halves; batches big enough for user-level sampling
+        if private == "graph+dpsgd":     # eps2 and delta split in halves; batches big enough for user-level sampling
             half = lab["epsilon2"] / 2
             return SequentialConfig(
                 dataset=c.dataset, model=model, preprocessing=preset["preprocessing"], split="prefixes",
                 max_len=c.max_len, model_config=mc, train=replace(c.train, batch_size=self.private_batch()),
-                eval=EVAL, seeds=(spec.seed,), release_seed=spec.seed, epsilon1=lab["epsilon1"], delta=c.delta,
+                eval=EVAL, seeds=(spec.seed,), release_seed=spec.seed, epsilon1=lab["epsilon1"], delta=c.delta / 2,
                 epsilon2=half, accounting="honest", dpsgd_epsilon=half, dpsgd_clip=c.dpsgd_clip, dpsgd_unit="user",
                 user_features=lab["user_features"], bucket=c.bucket)
         return SequentialConfig(

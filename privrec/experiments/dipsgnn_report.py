@@ -123,9 +123,10 @@ MODEL_PRIVATE = {
     "DIPSGNN": "no: only the aggregates are noised; the readout (last item, attention over positions), the "
                "next-item labels and each graph's node set are read raw",
     "EdgeRand": "no: only the adjacency is noised; labels, node sets and the readout are read raw",
-    "DP-SGD": "yes, per training sample: Opacus' clipping and noise cover every weight update",
-    "DIPSGNN-DP": "yes, per transition count (one certificate: user-level DP-SGD weights + every aggregate read); "
-                  "a recommendation still reads its own user's raw last item",
+    "DP-SGD": "yes, per training sample: Opacus' clipping and noise cover every weight update (not the epoch "
+              "chosen on validation)",
+    "DIPSGNN-DP": "yes, per transition count (one certificate: user-level DP-SGD weights + every aggregate read; not "
+                  "the epoch chosen on validation); a recommendation still reads its own user's raw last item",
     "DPMF": "no: nothing proven (see its certificate)",
 }
 
@@ -194,9 +195,10 @@ def markdown(res: dict) -> str:
               "private': whether that ε also covers the trained weights and what they recommend — for DIPSGNN and "
               "EdgeRand it does not, so their honest comparison with DP-SGD is of released aggregates against a "
               "released model."
-              + (" DIPSGNN-DP (not in the paper) makes the model private at the same total ε₂: σ calibrated to ε₂/2 "
-                 "on the aggregate passes whose outputs are read, user-level DP-SGD at ε₂/2 on the weights, one "
-                 "certificate per transition count (basic composition; the weights alone are DP per user)."
+              + (" DIPSGNN-DP (not in the paper) makes the model private at the same total (ε₂, δ): σ calibrated to "
+                 "(ε₂/2, δ/2) on the aggregate passes whose outputs are read, user-level DP-SGD at (ε₂/2, δ/2) on "
+                 "the weights, one certificate per transition count (basic composition; the weights alone are DP "
+                 "per user)."
                  if any(lab["method"] == "DIPSGNN-DP" for lab in res["table"]) else ""), ""]
     lines += ["**Claim check** (the paper: DIPSGNN beats EdgeRand, +19.99% R@20 on ML-1M; paired by seed)", ""]
     for c in res["claims"]:

@@ -132,6 +132,9 @@ class SequentialConfig:
             raise ParameterError(f"dpsgd_unit must be 'sample' or 'user', got {self.dpsgd_unit!r}")
         if self.dpsgd_unit != "sample" and self.dpsgd_epsilon is None:
             raise ParameterError("--dpsgd-unit is DP-SGD's unit of privacy: give its budget with --dpsgd-epsilon E")
+        if self.dpsgd_unit == "user" and self.model == "dipsgnn" and self.split != "prefixes":
+            raise ParameterError("a DIPSGNN whose model is private (--dpsgd-unit user) plans its noise on the prefixes "
+                                 "protocol's validation and test passes: use --protocol dipsgnn")
         from privrec.privacy.validate import check_delta
 
         check_delta(self.delta)
@@ -252,8 +255,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
                 task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window_mode,
                                 stride=cfg.stride, private=private)
             task, make_optimizer, noise = PI.dpsgd_optimizer(cfg, task, log)
-            if noise is not None and cfg.dpsgd_unit == "user" and hasattr(model, "charge_training"):
-                model.charge_training = False       # DP-SGD's per-user guarantee covers the training passes
+        if noise is not None and cfg.dpsgd_unit == "user" and hasattr(model, "charge_training"):
+            model.charge_training = False           # DP-SGD's per-user guarantee covers the training passes
         trainer = Trainer(model, task, replace(cfg.train, seed=seed), cfg.eval, log=log,
                           make_optimizer=make_optimizer(seed))
         log(f"[{cfg.model} seed {seed}] training on {task.describe()}")
@@ -275,7 +278,8 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
             drawn = getattr(trainer.optimizer, "noise_draws", None)       # counted as the noise was drawn
             steps = fit.epochs_run * task.steps_per_epoch if drawn is None else drawn
             weights = dpsgd.guarantee(noise, task.sample_rate, steps, cfg.delta, cfg.dpsgd_clip,
-                                      counted=drawn is not None, unit=cfg.dpsgd_unit)
+                                      counted=drawn is not None, unit=cfg.dpsgd_unit,
+                                      n_units=task.n if cfg.dpsgd_unit == "user" else None)
             run_result["dpsgd_guarantee"] = weights.to_dict()
         if getattr(model, "sigma", None) is not None:
             graph = PI.graph_guarantee(trainer.model, cfg, split, fit.epochs_run, log, maskings, task)

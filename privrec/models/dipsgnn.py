@@ -153,7 +153,8 @@ class DIPSGNN(APGNN):
         used = counted if self.ledger_complete else max(counted, plan or 0)
         g = guarantee(self.sigma, self.clip, self.steps, max(used, 1), delta)
         note = (f"passes counted by the model's privacy ledger as the noise was drawn: {counted} for the most-read "
-                "user graph (training, validation and every test or inference pass" +
+                "user graph (training passes unless the weights train under user-level DP-SGD, validation and every "
+                "test or inference pass" +
                 (f"; the plan that calibrated sigma counted {plan})" if plan is not None else ")")
                 if self.ledger_complete else
                 f"passes: the larger of the ledger's {counted} and the plan's {plan} (the model's state predates the "

@@ -125,7 +125,7 @@ def compose_model(aggregates: Guarantee, weights: Guarantee) -> Guarantee:
     return replace(
         total, mechanism="dipsgnn-noisy-aggregation+dp-sgd-user",
         definition="(epsilon, delta)-DP of the released model: its weights (user-level DP-SGD) and every noisy "
-                   "aggregate it released (training, validation, testing, evaluate, recommend)",
+                   "aggregate whose output was read (validation, testing, evaluate, recommend)",
         parameters={**aggregates.parameters, "aggregates_epsilon": aggregates.epsilon,
                     "aggregates_delta": aggregates.delta, "weights_epsilon": weights.epsilon,
                     "weights_delta": weights.delta, "weights": dict(weights.parameters)},

@@ -126,10 +126,12 @@ def calibrate_noise(epsilon: float, delta: float, sample_rate: float, steps: int
 
 
 def guarantee(noise_multiplier: float, sample_rate: float, steps: int, delta: float, max_grad_norm: float,
-              counted: bool = False, unit: str = "sample") -> Guarantee:
+              counted: bool = False, unit: str = "sample", n_units: int | None = None) -> Guarantee:
     """The trained weights' guarantee over ``steps`` noisy steps (``counted``: by the optimizer as it drew the
     noise, :func:`make_private`; else planned, epochs x steps per epoch, which can only over-count). Unit
-    "user": replace one user (PLD), with add/remove one user as the related guarantee."""
+    "user": replace one user (PLD), with add/remove one user as the related guarantee; with ``n_units`` (the
+    users sampled from) the chance that some step drew nobody and was skipped, which the accountant's mechanism
+    would have taken as a noise-only step, is added to delta: (1 + e^eps) x steps x (1 - q)^(n_units - 1)."""
     notes = ("Epochs are selected on validation items, which this accounting does not cover.",
              "steps: counted by the optimizer as each step drew its noise (the ledger)" if counted else
              "steps: planned (epochs run x steps per epoch; a state from before the count)")
@@ -142,15 +144,24 @@ def guarantee(noise_multiplier: float, sample_rate: float, steps: int, delta: fl
             epsilon=dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta), delta=delta, unit=UNIT,
             parameters=params, accounting="RDP (dp-accounting)", event=event, relation="add_or_remove_one",
             notes=notes)
+    skip = 0.0 if n_units is None else int(steps) * (1 - sample_rate) ** max(int(n_units) - 1, 0)
+    if n_units is not None:
+        params["users"] = int(n_units)
+        notes += (f"An empty Poisson draw is skipped, not taken as a noise-only step: delta includes (1 + e^eps) x "
+                  f"{skip:.3g}, the chance that any of the {int(steps)} steps drew nobody.",
+                  "The sampling rate comes from the data's training-sample count, and the epoch selection and "
+                  "logged losses from raw data: hyperparameters and diagnostics outside this accounting.")
+    eps_ar = dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta)
     add_remove = Guarantee(
         mechanism="dp-sgd-user", definition="(epsilon, delta)-DP of the trained weights (user-level DP-SGD)",
-        epsilon=dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta), delta=delta,
+        epsilon=eps_ar, delta=delta + (1 + math.exp(eps_ar)) * skip,
         unit="one user added or removed (all their training samples)", parameters=params,
         accounting="RDP (dp-accounting)", event=event, relation="add_or_remove_one", notes=notes)
+    eps = dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta, "user")
     return Guarantee(
         mechanism="dp-sgd-user", definition="(epsilon, delta)-DP of the trained weights (user-level DP-SGD: each "
                                             "Poisson-sampled user's summed gradient clipped to C, Gaussian noise)",
-        epsilon=dpsgd_epsilon(noise_multiplier, sample_rate, steps, delta, "user"), delta=delta, unit=UNIT_USER,
+        epsilon=eps, delta=delta + (1 + math.exp(eps)) * skip, unit=UNIT_USER,
         parameters=params, accounting="PLD (dp-accounting), replace-one", event=event, relation="replace_one",
         related=(add_remove,), notes=notes)
 
@@ -203,6 +214,9 @@ class UserPoissonTask(PoissonTask):
         self.order = np.argsort(inverse, kind="stable")                     # samples grouped by user
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(users)))])
         self.n, self.n_samples = len(users), len(owners)
+        if self.n < MIN_EXPECTED_USERS:
+            raise ParameterError(f"user-level DP-SGD samples users, and this data has {self.n} with training samples; "
+                                 f"it needs at least {MIN_EXPECTED_USERS} (use --dpsgd-unit sample)")
         if self.sample_rate * self.n < MIN_EXPECTED_USERS:
             raise ParameterError(
                 f"user-level DP-SGD expects {self.sample_rate * self.n:.3g} users per step (sample rate "
@@ -254,8 +268,8 @@ def make_private(model: torch.nn.Module, optimizer: torch.optim.Optimizer, noise
                 for p in self.params:
                     gs = self._get_flat_grad_sample(p)
                     if len(gs) != len(ids):
-                        raise RuntimeError(f"user-level DP-SGD: {len(gs)} per-sample gradients for {len(ids)} "
-                                           "samples' user ids (the batch is not the task's last)")
+                        raise RuntimeError(f"user-level DP-SGD: {len(gs)} per-sample gradients but {len(ids)} user "
+                                           "ids; every step must train on the batch UserPoissonTask yielded last")
                     p.grad_sample = torch.zeros((n, *gs.shape[1:]), dtype=gs.dtype,
                                                 device=gs.device).index_add_(0, ids.to(gs.device), gs)
             super().clip_and_accumulate()
@@ -267,11 +281,20 @@ def make_private(model: torch.nn.Module, optimizer: torch.optim.Optimizer, noise
 
         def state_dict(self):
             return {**super().state_dict(), "noise_generator": self.generator.get_state(),
-                    "noise_device": self.generator.device.type, "noise_draws": self.noise_draws}
+                    "noise_device": self.generator.device.type, "noise_draws": self.noise_draws,
+                    "noise_multiplier": self.noise_multiplier}
 
         def load_state_dict(self, state_dict) -> None:
             state_dict = dict(state_dict)
             saved, where = state_dict.pop("noise_generator", None), state_dict.pop("noise_device", None)
+            z = state_dict.pop("noise_multiplier", None)
+            if z is not None and not math.isclose(z, self.noise_multiplier, rel_tol=1e-9):
+                # its steps drew noise at z; certifying them at this run's multiplier would misstate epsilon
+                from privrec.errors import CheckpointError
+
+                raise CheckpointError(f"this training state's DP-SGD steps drew noise at multiplier {z:.6g}, this run "
+                                      f"calibrated {self.noise_multiplier:.6g} (another --epochs or budget): resume "
+                                      "with the settings it was started with, or start over (--no-resume)")
             self.noise_draws = state_dict.pop("noise_draws", None)
             super().load_state_dict(state_dict)
             if saved is not None and where == self.generator.device.type:
