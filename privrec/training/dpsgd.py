@@ -237,6 +237,13 @@ class UserPoissonTask(PoissonTask):
             yield self.task.train_batch(idx)
 
 
+def min_expected_users(epsilon: float, delta: float, steps: int) -> float:
+    """Expected users per step below which a skipped empty draw could cost more than 1% of ``delta``: the
+    guarantee adds (1 + e^eps) x steps x (1 - q)^(n - 1) <= (1 + e^eps) x steps x e^(-q (n - 1)) to delta
+    (:func:`guarantee`), so q n >= 1 + ln(100 x steps x (1 + e^eps) / delta)."""
+    return 1 + math.log(100 * max(int(steps), 1) * (1 + math.exp(epsilon)) / delta)
+
+
 def _resume_seed(seed: int, optimizer_state: dict) -> int:
     """A seed of its own for a resumed run whose noise state is lost: (seed, steps taken so far)."""
     steps = [int(v["step"]) for v in optimizer_state.get("state", {}).values() if "step" in v]
