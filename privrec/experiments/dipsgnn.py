@@ -227,15 +227,7 @@ class DIPSGNNExperiment:
             if lab["accounting"] == "none":      # Fig. 7's Nonp: eps2 = infinity, no aggregation noise
                 mc["sigma"] = 0.0
         preset = PROTOCOLS["dipsgnn"]
-        if private == "graph+dpsgd":     # eps2 and delta split in halves; batches big enough for user-level sampling
-            half = lab["epsilon2"] / 2
-            return SequentialConfig(
-                dataset=c.dataset, model=model, preprocessing=preset["preprocessing"], split="prefixes",
-                max_len=c.max_len, model_config=mc, train=replace(c.train, batch_size=self.private_batch()),
-                eval=EVAL, seeds=(spec.seed,), release_seed=spec.seed, epsilon1=lab["epsilon1"], delta=c.delta / 2,
-                epsilon2=half, accounting="honest", dpsgd_epsilon=half, dpsgd_clip=c.dpsgd_clip, dpsgd_unit="user",
-                user_features=lab["user_features"], bucket=c.bucket)
-        return SequentialConfig(
+        base = SequentialConfig(
             dataset=c.dataset, model=model, preprocessing=preset["preprocessing"], split="prefixes",
             max_len=c.max_len, model_config=mc, train=c.train, eval=EVAL, seeds=(spec.seed,),
             release_seed=spec.seed, epsilon1=lab["epsilon1"], delta=c.delta,
@@ -243,6 +235,12 @@ class DIPSGNNExperiment:
             accounting=lab["accounting"] if lab["accounting"] in ("paper", "honest") else "paper",
             dpsgd_epsilon=lab["epsilon2"] if private == "dpsgd" else None, dpsgd_clip=c.dpsgd_clip,
             user_features=lab["user_features"] or model not in FEATURES, bucket=c.bucket)
+        if private != "graph+dpsgd":
+            return base
+        # DIPSGNN-DP: eps2 and delta split in halves; batches big enough for user-level sampling
+        half = lab["epsilon2"] / 2
+        return replace(base, epsilon2=half, dpsgd_epsilon=half, dpsgd_unit="user", delta=c.delta / 2,
+                       train=replace(c.train, batch_size=self.private_batch()))
 
     def private_batch(self) -> int:
         """DIPSGNN-DP's batch (expected training prefixes per step): enough for twice the fewest users per step

@@ -67,16 +67,9 @@ def dpsgd_optimizer(cfg, task, log):
     setting = dpsgd.DPSGDConfig(max_grad_norm=cfg.dpsgd_clip, epsilon=cfg.dpsgd_epsilon, delta=cfg.delta)
     rate = min(1.0, cfg.train.batch_size / task.n_train_samples)      # expected training samples per step
     user = cfg.dpsgd_unit == "user"
-    poisson = (dpsgd.UserPoissonTask if user else dpsgd.PoissonTask)(task, rate)
-    planned = cfg.train.epochs * poisson.steps_per_epoch
-    if user:                                        # a skipped empty draw must stay negligible against delta
-        need = dpsgd.min_expected_users(setting.epsilon, setting.delta, planned)
-        if poisson.sample_rate * poisson.n < need:
-            raise ParameterError(
-                f"user-level DP-SGD at epsilon {setting.epsilon:g} over {planned} steps needs at least {need:.1f} "
-                f"expected users per step (an empty, skipped step must stay below 1% of delta), got "
-                f"{poisson.sample_rate * poisson.n:.1f}: raise --batch-size to at least "
-                f"{math.ceil(need * poisson.n_samples / poisson.n)} (expected training samples per step)")
+    planned = cfg.train.epochs * math.ceil(1 / rate)                 # epochs x steps per epoch
+    poisson = (dpsgd.UserPoissonTask(task, rate, dpsgd.min_expected_users(setting.epsilon, setting.delta, planned))
+               if user else dpsgd.PoissonTask(task, rate))
     z = dpsgd.calibrate_noise(setting.epsilon, setting.delta, poisson.sample_rate, planned, cfg.dpsgd_unit)
     log(f"DP-SGD ({cfg.dpsgd_unit} level): noise multiplier {z:.4g}, clip {cfg.dpsgd_clip:g}, sample rate "
         f"{poisson.sample_rate:.3g}" + (f" ({poisson.sample_rate * poisson.n:.1f} users per step)" if user else "")

@@ -48,7 +48,7 @@ from privrec.privacy.validate import check_delta, check_epsilon
 UNIT = "one training sample (a prefix and its next item); user level is group privacy over all of a user's samples"
 UNIT_USER = "one user (any change to their history: every training sample, transition and label of theirs)"
 UNITS = ("sample", "user")
-# a user-level Poisson draw with no user is a step the data decided to skip: keep its chance below e^-16 (~1e-7)
+# the fewest expected users per user-level step, whatever the budget (min_expected_users raises it per run)
 MIN_EXPECTED_USERS = 16
 
 
@@ -200,10 +200,11 @@ class UserPoissonTask(PoissonTask):
     with probability ``sample_rate``, bringing all their training samples; ``ceil(1 / sample_rate)`` steps
     make an epoch. :attr:`groups` is the current batch's per-sample user position (0 .. users in the batch - 1),
     read by the optimizer (:func:`make_private` with ``groups``) to sum each user's gradients before clipping.
-    The task must say whose each training sample is (``train_sample_users``). An empty draw would be a step the
-    data skipped, so q x users must be at least :data:`MIN_EXPECTED_USERS` (P(empty) <= e^-16)."""
+    The task must say whose each training sample is (``train_sample_users``). An empty draw is skipped, so q x
+    users must be at least ``min_users`` (:func:`min_expected_users` for a run's budget; at least
+    :data:`MIN_EXPECTED_USERS`)."""
 
-    def __init__(self, task, sample_rate: float):
+    def __init__(self, task, sample_rate: float, min_users: float = MIN_EXPECTED_USERS):
         super().__init__(task, sample_rate)
         owners = getattr(task, "train_sample_users", None)
         if owners is None:
@@ -217,13 +218,13 @@ class UserPoissonTask(PoissonTask):
         if self.n < MIN_EXPECTED_USERS:
             raise ParameterError(f"user-level DP-SGD samples users, and this data has {self.n} with training samples; "
                                  f"it needs at least {MIN_EXPECTED_USERS} (use --dpsgd-unit sample)")
-        if self.sample_rate * self.n < MIN_EXPECTED_USERS:
+        need = max(float(min_users), MIN_EXPECTED_USERS)
+        if self.sample_rate * self.n < need:
             raise ParameterError(
                 f"user-level DP-SGD expects {self.sample_rate * self.n:.3g} users per step (sample rate "
-                f"{self.sample_rate:.3g} x {self.n} users); at fewer than {MIN_EXPECTED_USERS} an empty step (which "
-                f"the data would decide) is too likely: raise --batch-size (expected training samples per step, "
-                f"now {self.sample_rate * self.n_samples:.0f}) to at least "
-                f"{math.ceil(MIN_EXPECTED_USERS * self.n_samples / self.n)}")
+                f"{self.sample_rate:.3g} x {self.n} users) and needs at least {need:.1f}, so that an empty, skipped "
+                f"step stays negligible against delta: raise --batch-size (expected training samples per step, "
+                f"now {self.sample_rate * self.n_samples:.0f}) to at least {math.ceil(need * self.n_samples / self.n)}")
         self.groups: torch.Tensor | None = None
 
     def train_batches(self, batch_size: int, rng: np.random.Generator) -> Iterator[dict[str, torch.Tensor]]:
@@ -231,9 +232,11 @@ class UserPoissonTask(PoissonTask):
             chosen = np.flatnonzero(rng.random(self.n) < self.sample_rate)
             if not len(chosen):
                 continue
-            sizes = self.indptr[chosen + 1] - self.indptr[chosen]
-            idx = np.concatenate([self.order[self.indptr[u]:self.indptr[u + 1]] for u in chosen])
-            self.groups = torch.from_numpy(np.repeat(np.arange(len(chosen)), sizes))
+            starts, sizes = self.indptr[chosen], self.indptr[chosen + 1] - self.indptr[chosen]
+            group = np.repeat(np.arange(len(chosen)), sizes)          # each sample's user position in the batch
+            offset = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            idx = self.order[starts[group] + offset]                   # every sample of every chosen user
+            self.groups = torch.from_numpy(group)
             yield self.task.train_batch(idx)
 
 
