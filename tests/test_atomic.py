@@ -114,16 +114,19 @@ def test_temporaries_of_a_killed_writer_are_removed_by_the_next_write(tmp_path):
     assert proc.returncode == -9
     left = sorted(p.name for p in tmp_path.iterdir())
     assert len(left) == 2 and all(n.endswith(".tmp") for n in left)          # what a SIGKILL leaves
-    live = tmp_path / f".out.csv.{__import__('os').getpid()}.abc.tmp"        # a live writer's file is kept
+    from privrec.utils.io import writer_tag
+
+    live = tmp_path / f".out.csv.{writer_tag()}.abc.tmp"                      # a live writer's file is kept
     live.write_text("in progress")
     write_text_atomic(target, "done")
     with atomic_dir(tmp_path / "rep") as d:
         (d / "b").write_text("b")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, "out.csv", "rep"])
     # a folder killed between atomic_dir's two renames comes back before anything else happens
-    (tmp_path / "rep").rename(tmp_path / ".rep.old")
+    dead = tmp_path / f".rep.{writer_tag().split('-')[0]}-999999999.old"      # its writer (no such pid) is gone
+    (tmp_path / "rep").rename(dead)
     clean_stale(tmp_path / "rep")
-    assert [p.name for p in (tmp_path / "rep").iterdir()] == ["b"] and not (tmp_path / ".rep.old").exists()
+    assert [p.name for p in (tmp_path / "rep").iterdir()] == ["b"] and not dead.exists()
 
 
 def test_a_binary_file_is_refused_as_not_text(tmp_path):

@@ -143,12 +143,12 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
 
     from privrec.experiments import sequential as seq
     from privrec.experiments import sequential_report as SR
-    from privrec.experiments.report import text_table, write_report
+    from privrec.experiments.report import text_table
     from privrec.models import MODELS as registry
     from privrec.models import check_config
-    from privrec.release.folder import check_replaceable
     from privrec.training.trainer import TrainConfig, resolve_device
-    from privrec.utils.io import append_json_line, atomic_dir
+    from privrec.utils.io import temporary_dir
+    from privrec.utils.outputs import check_output_name
     from privrec.utils.repro import environment
 
     model = model.lower()
@@ -199,34 +199,36 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
         dpsgd_clip=dpsgd_clip, dpsgd_unit=dpsgd_unit, user_features=not no_user_features,
     )
     out_dir = Path(out or f"runs/{cfg.model}-{Path(str(dataset)).stem}")
+    from privrec.experiments import train_output as TO
     from privrec.release.paths import check_output, input_files
 
+    check_output_name(out_dir)
     check_output(out_dir, input_files(dataset), "--out")   # never into an input or the dataset cache
-    check_replaceable(out_dir, "report folder")      # before hours of training, not after: never delete user files
+    TO.check_before_training(out_dir)                # before hours of training, not after: never delete user files
     log = lambda msg: click.echo(msg, err=True)
-    state_dir = Path(str(out_dir).rstrip("/") + ".state")   # per-epoch training state: a killed run resumes
-    if state_dir.exists() and (not state_dir.is_dir() or any(
-            not (f.suffix == ".pt" or f.name.startswith(".")) for f in state_dir.iterdir())):
-        raise ParameterError(f"{state_dir} holds files privrec did not write (it keeps training state there and "
-                             "deletes the folder when done); move them or choose another --out")
-    # each seed's result as soon as it is tested: a durable record while later seeds still train
-    progress = Path(str(out_dir).rstrip("/") + ".progress.jsonl")
+    state_dir = TO.state_of(out_dir)                 # per-epoch training state: a killed run resumes
     env = environment()
     command = command_line()
-    record = lambda run: append_json_line(progress, {"config": cfg.to_dict(), "run": run, "environment": env,
-                                                     "command": command})
-    with atomic_dir(out_dir) as tmp:
-        result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir, on_run=record,
-                         both_maskings=True)
-        result["command"] = command
-        write_report(tmp, result, SR.markdown(result))
-    for seed in cfg.seeds:                            # this run's states only: another seed's may be resuming later
-        for f in state_dir.glob(f"*-seed{seed}.pt"):
-            f.unlink(missing_ok=True)
-    if state_dir.is_dir() and not any(f for f in state_dir.iterdir() if f.suffix == ".pt"):
-        shutil.rmtree(state_dir, ignore_errors=True)
-    progress.unlink(missing_ok=True)                  # the report holds every seed now
-    click.echo(f"\n{result['protocol']}, test split, {len(cfg.seeds)} seed(s):")
+    # each seed's result as soon as it is tested: a durable record while later seeds still train
+    record = lambda run: TO.record(out_dir, {"config": cfg.to_dict(), "run": run, "environment": env,
+                                             "command": command})
+    with TO.seed_locks(out_dir, cfg.seeds):
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temporary_dir(out_dir)
+        try:
+            result = seq.run(cfg, out_dir=tmp, log=log, state_dir=state_dir, on_run=record,
+                             both_maskings=True)
+            result["command"] = command
+            result = TO.finish(out_dir, tmp, result, SR.markdown)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        for seed in cfg.seeds:                        # this run's states only: another seed's may be resuming later
+            for f in state_dir.glob(f"*-seed{seed}.pt"):
+                f.unlink(missing_ok=True)
+        if state_dir.is_dir() and not any(f for f in state_dir.iterdir() if f.suffix == ".pt"):
+            shutil.rmtree(state_dir, ignore_errors=True)
+    click.echo(f"\n{result['protocol']}, test split, {len(result['runs'])} seed(s):")
     click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], SR.summary_rows(result, cfg.eval.ks)))
     if result.get("privacy"):
         click.echo(f"\ntrained on the release {out_dir}/release ({result['privacy']['published_users']:,} users "
@@ -241,6 +243,7 @@ def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup
     from privrec.experiments import pricdr as P
     from privrec.experiments.report import pm, save_report, text_table
     from privrec.training.trainer import TrainConfig
+    from privrec.utils.outputs import check_replaceable
 
     if dataset != "ml-1m":
         raise ParameterError("the matrix models train on ML-1M's genre domains here (--dataset ml-1m); for your own "
@@ -256,6 +259,7 @@ def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup
                                            warmup_steps=warmup_steps, precision=precision,
                                            grad_clip=grad_clip, select_metric=select_metric, progress=not quiet))
     out_dir = Path(out or f"runs/{model}-{target}")
+    check_replaceable(out_dir, "train")              # before training, not after: never delete user files
     log = lambda msg: click.echo(msg, err=True)
     res = P.train_target(model, target, source, cfg, parse_seeds(seeds), log=log)
     cols = ("hr@10", "ndcg@10", "mrr@10")
@@ -264,7 +268,7 @@ def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup
           + text_table(["protocol", *cols], rows) + "\n"
           + (f"\nsource release guarantee: epsilon={res['guarantee']['epsilon']:.4g}, "
              f"delta={res['guarantee']['delta']:.3g}\n" if res["guarantee"] else ""))
-    save_report(out_dir, res, md)
+    save_report(out_dir, res, md, kind="train")
     click.echo("\n" + md + f"\nreport: {out_dir}/results.md")
 
 

@@ -89,7 +89,7 @@ def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: 
                           allow_large_delta=allow_large_delta))
         return
     check_output(folder, input_files(source) + ([Path(embeddings)] if embeddings else []), "-o")
-    check_replaceable(folder)
+    check_replaceable(folder, "release")
     kind = MECHANISMS[mechanism].publishes
     fmt = fmt or ("inter" if kind == "sequences" else "parquet")
     info = resolve_seed(seed)
@@ -169,7 +169,7 @@ def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: f
     if aux is None:
         raise ParameterError("--domain-field needs --aux DOMAIN: the domain whose rows are published")
     check_output(folder, input_files(source), "-o")
-    check_replaceable(folder)
+    check_replaceable(folder, "release")
     data = load_cross_domain(source, domain_field)
     if aux not in data.names:
         raise ParameterError(f"--aux {aux!r} is not a domain of {source}; its domains are {list(data.names)}")

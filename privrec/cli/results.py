@@ -24,28 +24,38 @@ def merge(files: tuple[str, ...], out: str) -> None:
     whose run never wrote its report (e.g. seeds trained in parallel, one --out each)."""
     from privrec.experiments import sequential as seq
     from privrec.experiments import sequential_report as SR
-    from privrec.experiments.report import text_table, write_report
+    from privrec.experiments.report import save_report, text_table
+    from privrec.release.paths import check_output
     from privrec.utils.io import read_json_lines
+    from privrec.utils.outputs import check_replaceable
 
+    check_output(out, files, "--out")                # never over its own inputs or into the dataset cache
+    check_replaceable(out, "merge")
     loaded = []
     for f in files:
         if f.endswith(".jsonl"):
-            records = read_json_lines(f)
-            if not records or not isinstance(records[0].get("config"), dict):
+            records = [r for r in read_json_lines(f) if isinstance(r.get("config"), dict)
+                       and isinstance(r.get("run"), dict) and "seed" in r["run"]]
+            if not records:
                 raise DataFormatError(f"{f}: no progress record of `privrec train` in it")
             inter, _ = seq.data_of(records[0]["config"])
             loaded.append(SR.result_from_progress(records, seq.dataset_summary(inter), source=f))
             continue
         try:
-            loaded.append(json.loads(Path(f).read_text(encoding="utf-8")))
+            obj = json.loads(Path(f).read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DataFormatError(f"{f}: not a results.json ({exc}); pass the results.json written by `privrec train` "
                                   "or its OUT.progress.jsonl") from None
+        if not (isinstance(obj, dict) and obj.get("kind") == "sequential" and isinstance(obj.get("runs"), list)
+                and isinstance(obj.get("config"), dict) and all(isinstance(r, dict) and "seed" in r for r in obj["runs"])):
+            raise DataFormatError(f"{f}: not a results.json of `privrec train` (it needs kind 'sequential', a config and "
+                                  "a list of runs with their seeds); pass the results.json written by `privrec train`")
+        loaded.append(obj)
     from privrec.cli.options import command_line
 
     merged = SR.merge_seeds(loaded)
     merged["command"] = command_line()
-    write_report(out, merged, SR.markdown(merged))
+    save_report(out, merged, SR.markdown(merged), kind="merge")
     click.echo(f"{merged['protocol']}, test split, seeds {merged['config']['seeds']}:")
     click.echo(text_table(["model", "K", "NDCG", "HR", "Recall", "MRR"], SR.summary_rows(merged)))
     click.echo(f"\nreport: {out}/results.md")

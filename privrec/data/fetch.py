@@ -7,7 +7,6 @@ The cache is ``$PRIVREC_CACHE`` or ``~/.cache/privrec`` (``$XDG_CACHE_HOME`` hon
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from privrec.data.registry import DatasetSpec, get_spec
 from privrec.errors import DatasetError
-from privrec.utils.io import atomic_dir
+from privrec.utils.io import atomic_dir, sha256_file
 
 
 def cache_dir() -> Path:
@@ -32,14 +31,6 @@ def cache_dir() -> Path:
 
 def dataset_dir(name: str) -> Path:
     return cache_dir() / "datasets" / name
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(chunk), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def is_fetched(name: str) -> bool:

@@ -6,6 +6,7 @@ Formats are chosen by extension: ``.inter``/``.user``/``.item`` (RecBole atomic;
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 
@@ -41,8 +42,14 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
     if suffix == ".csv":
         try:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+            with open(path, encoding="utf-8", newline="") as fh:
+                header = next(csv.reader(fh), [])
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise DataFormatError(f"{path}: not a readable CSV file ({exc})") from exc
+        twice = sorted({c for c in header if header.count(c) > 1})
+        if twice:                                   # pandas would read the first and rename the rest silently
+            raise DataFormatError(f"{path}: the header names {', '.join(map(repr, twice))} more than once; which "
+                                  "column is meant is ambiguous: rename or drop the extra column(s)")
     elif suffix == ".parquet":
         try:
             frame = pd.read_parquet(path)

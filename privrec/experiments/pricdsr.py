@@ -239,10 +239,11 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     exp = PriCDSRExperiment(cfg, data, published)
     if workers > 1:      # no interleaved progress bars from worker processes
         exp = PriCDSRExperiment(replace(cfg, train=replace(cfg.train, progress=False)), data, published)
-    outcome = runner.execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
-                             jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
-                             describe=result_line)
-    result = R.result(cfg, data, outcome, command=command, published=f"{published.name}/",
-                      seconds=time.perf_counter() - t0, env=environment())
-    R.write(out_dir, result)
+    with runner.owned_output(out_dir, "pricdsr"):
+        outcome = runner.execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
+                                 jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
+                                 describe=result_line)
+        result = R.result(cfg, data, outcome, command=command, published=f"{published.name}/",
+                          seconds=time.perf_counter() - t0, env=environment())
+        R.write(out_dir, result)
     return result

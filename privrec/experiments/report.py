@@ -64,31 +64,34 @@ def text_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
 
 
 def write_report(out_dir: str | os.PathLike, result: dict, markdown: str, name: str = "results") -> Path:
-    """``results.json`` and ``results.md`` into an existing folder (each file atomically)."""
+    """``results.json`` and ``results.md`` into a folder being built (each file atomically); the caller
+    marks the folder (:func:`privrec.utils.outputs.seal`) and swaps it into place."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / f"{name}.json", result)
     write_text_atomic(out / f"{name}.md", markdown)
-    (out / MARKER).write_text("written by privrec; replaced as a whole by the next run with this output\n")
     return out
 
 
-MARKER = ".privrec"
-
-
 def save_report(out_dir: str | os.PathLike, result: dict, markdown: str,
-                plots: dict[str, Callable[[Path], None]] | None = None) -> Path:
-    """A report folder (results.json, results.md, plots) built aside and renamed into place as a
-    whole; refused if ``out_dir`` holds files privrec did not write (they would be deleted)."""
-    from privrec.release.folder import check_replaceable
+                plots: dict[str, Callable[[Path], None]] | None = None, kind: str | None = None) -> Path:
+    """A report folder (results.json, results.md, plots) built aside, marked as privrec's output of
+    ``kind`` (default: ``reproduce <result's kind>``) and renamed into place as a whole, under the
+    output's lock; refused if ``out_dir`` holds anything privrec cannot prove it wrote, or another kind
+    of output (:func:`privrec.utils.outputs.check_replaceable`)."""
     from privrec.utils.io import atomic_dir
+    from privrec.utils.outputs import check_replaceable, output_lock, seal
 
     out = Path(out_dir)
-    check_replaceable(out, "report folder")
-    with atomic_dir(out) as tmp:
-        write_report(tmp, result, markdown)
-        for name, draw in (plots or {}).items():
-            draw(tmp / name)
+    kind = kind or f"reproduce {result.get('kind')}"
+    check_replaceable(out, kind)
+    with output_lock(out, wait=60.0):
+        check_replaceable(out, kind)
+        with atomic_dir(out) as tmp:
+            write_report(tmp, result, markdown)
+            for name, draw in (plots or {}).items():
+                draw(tmp / name)
+            seal(tmp, kind)
     return out
 
 

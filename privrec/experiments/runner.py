@@ -28,8 +28,9 @@ rest, the same way for every paper:
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -393,6 +394,24 @@ def fit_and_test(model, task, train_cfg, sampled, full, seed: int, state: Path |
     return fit.to_dict(), metrics
 
 
+@contextlib.contextmanager
+def owned_output(out_dir: str | Path, paper: str) -> Iterator[None]:
+    """What a ``reproduce`` checks before it trains anything, and the output's lock held until its report
+    is written: ``out_dir`` must be empty, absent or this paper's report (privrec never deletes a user's
+    files, nor one kind of output for another), outside the dataset cache; ``OUT.progress.jsonl`` must
+    be privrec's. A second ``reproduce`` into the same output is refused at once."""
+    from privrec.release.paths import check_output
+    from privrec.utils.outputs import check_progress_file, check_replaceable, output_lock
+
+    out, kind = Path(out_dir), f"reproduce {paper}"
+    check_output(out, (), "--out")
+    check_replaceable(out, kind)
+    check_progress_file(progress_path(out))
+    with output_lock(out):
+        check_replaceable(out, kind)
+        yield
+
+
 def reproduce_grid(cfg, make: Callable[[object, Path], Experiment], report, out_dir: str | Path, *, log: Log,
                    describe: Callable[[RunRecord], str], started: float, resume: bool = True,
                    add_progress: Sequence[str | Path] = (), train_missing: bool = True,
@@ -406,11 +425,13 @@ def reproduce_grid(cfg, make: Callable[[object, Path], Experiment], report, out_
 
     published = Path(str(out_dir).rstrip("/") + ".published")
     run_cfg = replace(cfg, train=replace(cfg.train, progress=False)) if workers > 1 else cfg
-    exp = make(run_cfg, published)
-    outcome = execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
-                      jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
-                      describe=describe)
-    result = report.result(cfg, exp, outcome, command=command, seconds=time.perf_counter() - started,
-                           env=environment())
-    report.write(out_dir, result)
+    paper = report.__name__.rsplit(".", 1)[-1].removesuffix("_report")     # privrec.experiments.pfcr_report: pfcr
+    with owned_output(out_dir, paper):
+        exp = make(run_cfg, published)
+        outcome = execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
+                          jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
+                          describe=describe)
+        result = report.result(cfg, exp, outcome, command=command, seconds=time.perf_counter() - started,
+                               env=environment())
+        report.write(out_dir, result)
     return result

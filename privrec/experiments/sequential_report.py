@@ -161,6 +161,29 @@ def _comparable(config: dict) -> dict:
     return c
 
 
+def same_configuration(a: dict, b: dict) -> bool:
+    """Whether two sequential configs differ only in what differs between seed runs (:func:`_comparable`)."""
+    return _comparable(a) == _comparable(b)
+
+
+def keep_earlier_seeds(result: dict, earlier: dict | None) -> tuple[dict, list[dict]]:
+    """``result`` plus the runs of ``earlier`` (a report in the same output) for seeds it does not hold,
+    where both are one configuration on the same data and protocol; else ``result`` alone. Returns the
+    result and the runs kept from ``earlier`` (their checkpoints must travel with them)."""
+    if not (isinstance(earlier, dict) and earlier.get("kind") == "sequential" and isinstance(earlier.get("runs"), list)
+            and isinstance(earlier.get("config"), dict) and same_configuration(earlier["config"], result["config"])
+            and earlier.get("dataset") == result["dataset"] and earlier.get("protocol") == result["protocol"]):
+        return result, []
+    mine = {run["seed"] for run in result["runs"]}
+    kept = [run for run in earlier["runs"] if isinstance(run, dict) and run.get("seed") not in mine]
+    if not kept:
+        return result, []
+    runs = sorted(kept + result["runs"], key=lambda run: run["seed"])
+    return {**result, "config": {**result["config"], "seeds": [run["seed"] for run in runs]}, "runs": runs,
+            "aggregate": aggregates(runs),
+            "seconds": round(float(result["seconds"]) + float(earlier.get("seconds") or 0.0), 1)}, kept
+
+
 def result_from_progress(records: Sequence[dict], dataset: dict, source: str = "progress records") -> dict:
     """A result shaped like :func:`privrec.experiments.sequential.run`'s from the per-seed lines
     ``privrec train`` appends to ``OUT.progress.jsonl`` (``config``, ``run``, ``environment``): the

@@ -21,29 +21,19 @@ reproductions): anyone holding seed and release can undo the noise. See :mod:`pr
 from __future__ import annotations
 
 import contextlib
-import errno
-import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from privrec.errors import DataFormatError, ParameterError, ReleaseError
-from privrec.utils.io import _default_mode, _fsync, write_json_atomic
+from privrec.utils.io import _fsync, clean_stale, sha256_file, swap_into_place, temporary_dir, write_json_atomic
+from privrec.utils.outputs import check_output_name, check_replaceable, output_lock
 
 FORMAT = "privrec-release/2"
 CERTIFICATE = "certificate.json"
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -83,53 +73,11 @@ def is_release(folder: Path) -> bool:
 
 @contextlib.contextmanager
 def exclusive(target: Path) -> Iterator[None]:
-    """An exclusive, non-blocking lock on ``target`` (a lock file beside it); a second writer is
-    refused at once with the fix instead of racing the first. Leftovers of killed writers (temporary
-    folders, a half-swapped backup) are removed once the lock is held: no other writer can own them."""
-    import fcntl
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    lock = target.parent / f".{target.name}.lock"
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise ReleaseError(f"another privrec process is writing {target} right now; wait for it to finish or "
-                                   "write to another output") from None
-            raise
-        for stale in target.parent.glob(f".{target.name}.*.tmp"):
-            shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
-        backup = target.parent / f".{target.name}.old"
-        if backup.exists():
-            if not target.exists() and is_release(backup):
-                os.replace(backup, target)          # killed between the two renames of a swap: restore
-            else:
-                shutil.rmtree(backup, ignore_errors=True)
+    """The exclusive lock of the output ``target`` (:func:`privrec.utils.outputs.output_lock`), with the
+    leftovers of this target's dead writers cleaned once it is held (:func:`privrec.utils.io.clean_stale`)."""
+    with output_lock(target):
+        clean_stale(target)
         yield
-    finally:
-        os.close(fd)
-
-
-def written_by_privrec(folder: Path) -> bool:
-    """A release, a report folder with privrec's marker, or one from before the marker existed
-    (a ``results.json`` carrying privrec's ``environment`` stamp)."""
-    if is_release(folder) or (folder / ".privrec").exists():
-        return True
-    try:
-        return "privrec" in json.loads((folder / "results.json").read_text(encoding="utf-8")).get("environment", {})
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-        return False
-
-
-def check_replaceable(folder: Path, what: str = "release") -> None:
-    """Refuse to replace a folder privrec did not write: privrec never deletes a user's files."""
-    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-        raise ParameterError(f"{folder} exists and is not a folder; a {what} is a folder: choose another output")
-    if folder.is_dir() and any(folder.iterdir()) and not written_by_privrec(folder):
-        raise ParameterError(f"{folder} is a folder with files privrec did not write; privrec never deletes them: "
-                             f"choose a new or empty folder for the {what}")
 
 
 def write_release(folder: str | os.PathLike, write_files: Callable[[Path], None], certificate: dict) -> Release:
@@ -138,10 +86,9 @@ def write_release(folder: str | os.PathLike, write_files: Callable[[Path], None]
     last; the folder then replaces ``folder`` in one rename. Under an exclusive lock on ``folder``;
     an existing folder is replaced only if it is a privrec release (or empty)."""
     target = Path(folder)
-    check_replaceable(target)
+    check_replaceable(target, "release")
     with exclusive(target):
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-        _default_mode(tmp, 0o777)
+        tmp = temporary_dir(target)
         try:
             write_files(tmp)
             names = sorted(p.name for p in tmp.iterdir())
@@ -159,17 +106,10 @@ def write_release(folder: str | os.PathLike, write_files: Callable[[Path], None]
             cert = json.loads(json.dumps(certificate, default=str))
             cert["format"] = FORMAT
             cert.setdefault("output", {})["files"] = files
-            write_json_atomic(tmp / CERTIFICATE, cert)
+            write_json_atomic(tmp / CERTIFICATE, cert)       # the release's proof of ownership: files + digests
             _fsync(tmp)
-            check_replaceable(target)                   # re-checked under the lock
-            if target.exists():
-                backup = target.parent / f".{target.name}.old"
-                os.replace(target, backup)
-                os.replace(tmp, target)
-                shutil.rmtree(backup, ignore_errors=True)
-            else:
-                os.replace(tmp, target)
-            _fsync(target.parent)
+            check_replaceable(target, "release")        # re-checked under the lock
+            swap_into_place(tmp, target)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -215,6 +155,7 @@ def read_release(folder: str | os.PathLike) -> Release:
 def release_folder(output: str | os.PathLike) -> Path:
     """The release folder a user named with ``-o``; a data-file name is refused with the fix."""
     out = Path(output)
+    check_output_name(out, "-o")
     if out.suffix.lower() in (".inter", ".csv", ".parquet", ".json", ".npy", ".npz"):
         raise ParameterError(f"-o {output}: a release is a folder (data + certificate.json written as one); give a "
                              f"folder such as {out.with_suffix('')} and choose the data format with --format")

@@ -50,7 +50,8 @@ def read_table(path: Path) -> pd.DataFrame:
     if suffix in (".inter", ".user", ".item"):
         return read_atomic(path)[0]
     if suffix == ".csv":
-        return pd.read_csv(path, dtype={"user_id": str, "item_id": str})
+        # ids are strings as written: "NA", "null" or "nan" are ids, not missing values
+        return pd.read_csv(path, dtype={"user_id": str, "item_id": str}, keep_default_na=False, na_values=[""])
     if suffix == ".parquet":
         return pd.read_parquet(path)
     raise DataFormatError(f"{path}: unsupported table format {suffix!r}")

@@ -1,22 +1,52 @@
 """Atomic output: write to a temporary sibling, then rename.
 
 A crash or an exception leaves either the old file or no file, never a partial one. Temporary
-siblings are named ``.NAME.<pid>.<random>.tmp``; one left by a process that no longer runs
-(SIGKILL, power loss) is removed by the next write to the same target, and a folder caught
-between its two renames (``.NAME.old`` present, ``NAME`` missing) is restored first.
+siblings are named ``.NAME.<writer>.<random>.tmp`` and a folder being swapped out ``.NAME.<writer>.old``,
+where ``<writer>`` is :func:`writer_tag` (a hash of the host name and the process id). The next
+write to the same target removes only siblings of *this* target with that pattern whose writer ran
+on this host and no longer runs (SIGKILL, power loss); a folder caught between its two renames
+(its ``.old`` present, ``NAME`` missing) is restored first. Nothing else beside a target is touched:
+a user's ``.NAME.old/`` or ``.NAME.mine.tmp`` stays, and so does a live writer's temporary.
 """
 
 from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import json
 import os
+import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_TAG = re.compile(r"([0-9a-f]{8})-(\d+)")
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """The SHA-256 of a file's bytes (hex), read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def writer_tag() -> str:
+    """This process's name in its temporaries: ``<host hash>-<pid>``."""
+    return f"{_HOST}-{os.getpid()}"
+
+
+def writer_gone(tag: str) -> bool:
+    """Whether the writer named by ``tag`` ran on this host and no longer runs (a tag of another
+    host, or anything that is not a tag, is never declared gone: its owner may still be writing)."""
+    m = _TAG.fullmatch(tag)
+    return bool(m) and m.group(1) == _HOST and not _alive(int(m.group(2)))
 
 
 @contextlib.contextmanager
@@ -28,7 +58,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{writer_tag()}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -49,18 +79,10 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     created = _missing_parents(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(target)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent))
-    _default_mode(tmp, 0o777)                       # mkdtemp creates 0700
+    tmp = temporary_dir(target)
     try:
         yield tmp
-        if target.exists():
-            backup = target.with_name(f".{target.name}.old")
-            shutil.rmtree(backup, ignore_errors=True)
-            os.replace(target, backup)
-            os.replace(tmp, target)
-            shutil.rmtree(backup, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
+        swap_into_place(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         for folder in created:                      # leave no empty folders behind either
@@ -81,24 +103,53 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def temporary_dir(target: Path) -> Path:
+    """A fresh temporary folder beside ``target``, named as this writer's (see the module docstring)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.{writer_tag()}.", suffix=".tmp", dir=target.parent))
+    _default_mode(tmp, 0o777)                       # mkdtemp creates 0700
+    return tmp
+
+
+def swap_into_place(tmp: Path, target: Path) -> None:
+    """Rename the folder ``tmp`` onto ``target``; an existing ``target`` is moved to this writer's
+    ``.NAME.<writer>.old`` first and removed after (a kill in between is repaired by :func:`clean_stale`)."""
+    if target.exists():
+        backup = target.with_name(f".{target.name}.{writer_tag()}.old")
+        os.replace(target, backup)
+        os.replace(tmp, target)
+        shutil.rmtree(backup, ignore_errors=True)
+    else:
+        os.replace(tmp, target)
+    _fsync(target.parent)
+
+
 def clean_stale(target: Path) -> list[Path]:
-    """Remove ``target``'s temporary siblings whose writing process is gone; restore a folder
-    left as ``.NAME.old`` by a kill between atomic_dir's two renames. Returns what was removed."""
+    """Remove ``target``'s temporaries and backups left by writers of this host that no longer run;
+    restore a backup whose target is missing (a kill between :func:`swap_into_place`'s two renames).
+    Returns what was removed. Only names of privrec's pattern for *this* target are considered."""
     removed = []
     prefix = f".{target.name}."
     for sibling in target.parent.glob(f"{glob.escape(prefix)}*.tmp"):
-        pid = sibling.name[len(prefix):].split(".", 1)[0]
-        if not pid.isdigit() or _alive(int(pid)):
-            continue                    # not ours, or its writer still runs
-        if sibling.is_dir() and not sibling.is_symlink():
-            shutil.rmtree(sibling, ignore_errors=True)
+        tag = sibling.name[len(prefix):].split(".", 1)[0]
+        if writer_gone(tag):
+            _remove(sibling)
+            removed.append(sibling)
+    for backup in target.parent.glob(f"{glob.escape(prefix)}*old"):
+        if not writer_gone(backup.name[len(prefix):-len("old")].rstrip(".")):
+            continue                    # a live writer's, another host's, or not privrec's name (``.NAME.old``)
+        if not target.exists() and not target.is_symlink():
+            os.replace(backup, target)  # its writer died between the two renames: the previous output returns
         else:
-            sibling.unlink(missing_ok=True)
-        removed.append(sibling)
-    backup = target.with_name(f".{target.name}.old")
-    if backup.is_dir() and not target.exists():
-        os.replace(backup, target)
+            _remove(backup)
+            removed.append(backup)
     return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _default_mode(path: Path, base: int) -> None:
@@ -163,16 +214,16 @@ def append_json_line(path: str | os.PathLike, obj: Any) -> Path:
 
 def read_json_lines(path: str | os.PathLike) -> list[dict]:
     """The JSON objects of a file written by :func:`append_json_line`, in order; a line cut by a
-    crash (or anything that is not a JSON object) is skipped. A missing file reads as no lines."""
+    crash (or anything that is not a UTF-8 JSON object) is skipped. A missing file reads as no lines."""
     path = Path(path)
     if not path.exists():
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for raw in path.read_bytes().splitlines():
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue                    # cut by a crash, or bytes that are not a record
         if isinstance(obj, dict):
             out.append(obj)
     return out
