@@ -101,3 +101,11 @@ def fit_steps(model, task, epochs: int, lr: float = 3e-3, batch_size: int = 32, 
             model.loss(batch).backward()
             opt.step()
     model.eval()
+
+
+def sdp_certificate(**extra) -> dict:
+    """A certificate a reader believes (a true SDP guarantee), for tests that write releases by hand."""
+    from privrec.privacy import sdp
+
+    g = sdp.guarantee(1.0, 10, 5)
+    return {"kind": "sequences", "mechanism": g.mechanism, "guarantee": g.to_dict(), "summary": g.summary(), **extra}

@@ -102,10 +102,14 @@ def test_publish_is_seeded_and_clean_without_epsilon(data):
 
 
 def _write_rows(folder, rows, data, name=None):
+    from privrec.privacy import sdp
+
     users = data.users.decode(np.arange(1, data.n_users + 1))
+    g = sdp.guarantee(2.0, data.domain("B").n_items, rows.shape[1])       # a certificate must hold a true guarantee
     write_release(folder, lambda tmp: T.write_sequences(tmp, name or folder.name, rows[1:], users,
                                                         data.domain("B").items.tokens),
-                  {"kind": "sequences", "input": {}})
+                  {"kind": "sequences", "input": {}, "mechanism": g.mechanism, "guarantee": g.to_dict(),
+                   "summary": g.summary()})
 
 
 def test_release_round_trip_and_bad_files(data, tmp_path):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import sdp_certificate
 
 from privrec.cli import main
 from privrec.errors import ParameterError, ReleaseError
@@ -23,7 +24,7 @@ TRAIN = ["train", "gru4rec", "--protocol", "raw", "--max-len", "6", "--epochs", 
 
 
 def _release(folder: Path, text: str = "x\n"):
-    return write_release(folder, lambda tmp: (tmp / "data.csv").write_text(text), {"kind": "sequences"})
+    return write_release(folder, lambda tmp: (tmp / "data.csv").write_text(text), sdp_certificate())
 
 
 def _report(folder: Path, kind: str = "train", extra: dict | None = None) -> None:

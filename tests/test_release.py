@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import sdp_certificate
 
 from privrec.cli import main
 from privrec.errors import ParameterError, ReleaseError
@@ -22,7 +23,7 @@ def _writer(text: str):
 
 
 def test_release_is_one_folder_with_hashes_and_refuses_tampering(tmp_path):
-    rel = write_release(tmp_path / "r", _writer("a,b\n1,2\n"), {"kind": "sequences", "input": {"x": 1}})
+    rel = write_release(tmp_path / "r", _writer("a,b\n1,2\n"), sdp_certificate(input={"x": 1}))
     files = rel.certificate["output"]["files"]
     assert set(files) == {"data.csv"} and files["data.csv"]["bytes"] == 8
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["certificate.json", "data.csv"]
@@ -41,13 +42,13 @@ def test_release_is_one_folder_with_hashes_and_refuses_tampering(tmp_path):
 
 
 def test_a_failed_publish_leaves_the_previous_release_and_no_temporary_files(tmp_path):
-    write_release(tmp_path / "r", _writer("old\n"), {"kind": "sequences"})
+    write_release(tmp_path / "r", _writer("old\n"), sdp_certificate())
 
     def broken(tmp):
         (tmp / "data.csv").write_text("new, half written")
         raise RuntimeError("killed while writing")
     with pytest.raises(RuntimeError):
-        write_release(tmp_path / "r", broken, {"kind": "sequences"})
+        write_release(tmp_path / "r", broken, sdp_certificate())
     assert (tmp_path / "r" / "data.csv").read_text() == "old\n" and read_release(tmp_path / "r")
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
@@ -56,7 +57,7 @@ def test_a_kill_between_the_two_renames_of_a_swap_is_repaired_by_the_next_writer
     import subprocess
     import sys
 
-    write_release(tmp_path / "r", _writer("old\n"), {"kind": "sequences"})
+    write_release(tmp_path / "r", _writer("old\n"), sdp_certificate())
     code = ("import os, signal\nimport privrec.utils.io as io\nfrom privrec.release import write_release\n"
             "real, calls = os.replace, []\n"
             "def dying(src, dst):\n    calls.append(dst)\n"
@@ -77,10 +78,10 @@ def test_never_replaces_a_folder_privrec_did_not_write(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.tex").write_text("precious")
     with pytest.raises(ParameterError, match="privrec never deletes"):
-        write_release(tmp_path / "mine", _writer("x\n"), {"kind": "sequences"})
+        write_release(tmp_path / "mine", _writer("x\n"), sdp_certificate())
     assert (tmp_path / "mine" / "thesis.tex").read_text() == "precious"
     (tmp_path / "empty").mkdir()
-    write_release(tmp_path / "empty", _writer("x\n"), {"kind": "sequences"})   # an empty folder may be used
+    write_release(tmp_path / "empty", _writer("x\n"), sdp_certificate())   # an empty folder may be used
 
 
 def test_outputs_that_would_destroy_an_input_or_the_cache_are_refused(tmp_path, monkeypatch):

@@ -278,7 +278,10 @@ def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup
 @eval_options
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for sampled negatives.")
 @click.option("--budget", type=float, default=None, help=BUDGET_HELP)
-def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks, seed, budget) -> None:
+@click.option("--allow-changed-data", is_flag=True,
+              help="Evaluate even if the dataset changed since training (its digest differs); the output says so.")
+def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks, seed, budget,
+             allow_changed_data) -> None:
     """Re-evaluate a saved model on its dataset's split (e.g. with sampled ranking). A model whose inference
     draws noise (DIPSGNN) charges its privacy ledger: the checkpoint is rewritten with the raised certificate."""
     import numpy as np
@@ -306,6 +309,12 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
     if len(inter.items.tokens) != len(trained.items.tokens) or not np.array_equal(
             inter.items.tokens.astype(str), trained.items.tokens.astype(str)):
         raise ParameterError(f"{checkpoint}: the dataset {cfg['dataset']!r} no longer matches the model's item ids")
+    stored, digest = trained.meta.get("data_digest"), split.digest(inter.users, inter.items)
+    changed = stored is not None and stored != digest
+    if changed and not allow_changed_data:
+        raise ParameterError(f"{checkpoint}: the dataset {cfg['dataset']!r} changed since the model was trained (its "
+                             f"split's digest {digest[:12]} is not the trained {stored[:12]}): the metrics would be of "
+                             "another split; restore the data, or pass --allow-changed-data to evaluate anyway")
     private = None
     if cfg.get("epsilon") is not None:     # the model reads what was published, as in training
         from privrec.experiments.rr_release import read_private
@@ -328,7 +337,10 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
         evaluated = np.flatnonzero(task.stage_targets(stage).lengths > 0)
         trained.check_budget(budget, task.eval_batch(stage, evaluated)["user"].numpy())
     result = run_eval(trained.model, task, stage, ec)
-    click.echo(f"{cfg['model']} on {cfg['dataset']}, {stage} split, {ec.label}, {result.n_users:,} users")
+    click.echo(f"{cfg['model']} on {cfg['dataset']}, {stage} split, {ec.label}, {result.n_users:,} users"
+               + (" — ON DATA THAT CHANGED SINCE TRAINING (--allow-changed-data): not the split it was tested on"
+                  if changed else "")
+               + ("" if stored is not None else " (checkpoint from before data digests: the data is not verified)"))
     ks = sorted({int(k.split('@')[1]) for k in result.metrics})
     rows = [[f"@{k}"] + [f"{result.metrics[f'{m}@{k}']:.4f}" for m in ("ndcg", "hr", "recall", "mrr")] for k in ks]
     click.echo(text_table(["K", "NDCG", "HR", "Recall", "MRR"], rows))

@@ -44,6 +44,21 @@ class Split:
     def full_history(self) -> Sequences:
         return self.train.concat(self.valid).concat(self.test)
 
+    def digest(self, users, items) -> str:
+        """SHA-256 of exactly what a model trained and is tested on: the raw user and item ids (``IdMap``
+        tokens) and the train/valid/test sequences. A checkpoint stores it; evaluating on data with another
+        digest (a dataset file edited since: other ids, other order, other times) is refused."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for tokens in (users.tokens, items.tokens):
+            h.update("\x1f".join(map(str, tokens)).encode())
+            h.update(b"\x1e")
+        for part in (self.train, self.valid, self.test):
+            h.update(np.ascontiguousarray(part.indptr, dtype=np.int64).tobytes())
+            h.update(np.ascontiguousarray(part.items, dtype=np.int64).tobytes())
+        return h.hexdigest()
+
 
 def leave_one_out(seqs: Sequences, min_len: int = 3) -> Split:
     """Last item -> test, second last -> valid, rest -> train, for users with >= ``min_len`` items.

@@ -297,6 +297,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
             save_checkpoint(ckpt, trainer.model, users=inter.users, items=inter.items,
                             history=history, max_len=cfg.max_len,
                             meta={"config": cfg.to_dict(), "seed": seed, "test": test.to_dict(),
+                                  "data_digest": split.digest(inter.users, inter.items),
                                   "environment": environment(), **ledger_meta(trainer.model, cfg.delta, weights)})
             run_result["checkpoint"] = ckpt.name
         runs.append(run_result)

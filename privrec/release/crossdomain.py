@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from privrec.data.crossdomain import CrossDomainData
-from privrec.errors import ParameterError
+from privrec.errors import ParameterError, ReleaseError
 from privrec.privacy.guarantee import Guarantee
 from privrec.release import tables as T
 from privrec.release.certificate import certificate
 from privrec.release.folder import Release, read_release, write_release
 from privrec.release.publish import perturb_sequences, project_ratings
+from privrec.release.verify import check_domain_facts
 from privrec.utils.repro import resolve_seed
 
 
@@ -72,6 +73,10 @@ def read_domain_rows(folder: str | Path, data: CrossDomainData, domain: str, max
     """A verified release of ``domain``'s rows, aligned to ``data``'s shared users:
     (n_users + 1, max_len). Refuses uncertified, tampered or mismatching releases."""
     release = read_release(folder)
+    got = (release.certificate.get("input") or {}).get("domain")
+    if got is not None and got != domain:
+        raise ReleaseError(f"{folder}: publishes domain {got!r}, expected {domain!r}")
+    check_domain_facts(release.certificate, folder, domain=domain, n_items=data.domain(domain).n_items)
     return T.read_sequences(release.data_file((".inter", ".csv", ".parquet")), data.users,
                             data.domain(domain).items, max_len)
 
@@ -121,14 +126,17 @@ def publish_domain_matrix(folder: str | Path, data: CrossDomainData, domain: str
 def read_domain_matrix(folder: str | Path, data: CrossDomainData, domain: str | None = None) -> np.ndarray:
     """A verified rating-matrix release aligned to ``data``'s users: (n_users + 1, n') float64, row 0
     zeros. ``domain``: refuse a release of another domain."""
-    from privrec.errors import ReleaseError
 
     release = read_release(folder)
     cert = release.certificate
     if cert.get("kind") != "rating-matrix":
         raise ReleaseError(f"{folder}: a {cert.get('kind')!r} release, not a published rating matrix (privrec publish "
                            "jlt|sjlt)")
-    got = cert.get("input", {}).get("domain")
+    got = (cert.get("input") or {}).get("domain")
     if domain is not None and got is not None and got != domain:
         raise ReleaseError(f"{folder}: publishes domain {got!r}, expected {domain!r}")
+    if got is not None:
+        if got not in data.names:
+            raise ReleaseError(f"{folder}: publishes domain {got!r}, which this data does not have ({list(data.names)})")
+        check_domain_facts(cert, folder, domain=got, n_items=data.domain(got).n_items)   # users: read_matrix
     return T.read_matrix(release.data_file((".parquet", ".csv")), data.users, "p")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from privrec.errors import DataFormatError, ParameterError, ReleaseError
+from privrec.release.verify import check_certificate
 from privrec.utils.io import _fsync, clean_stale, sha256_file, swap_into_place, temporary_dir, write_json_atomic
 from privrec.utils.outputs import check_output_name, check_replaceable, output_lock
 
@@ -117,8 +118,9 @@ def write_release(folder: str | os.PathLike, write_files: Callable[[Path], None]
 
 
 def read_release(folder: str | os.PathLike) -> Release:
-    """Open a release and verify it: the certificate must be privrec's, and every file it lists must
-    exist with the recorded size and SHA-256. Anything else is refused with the reason."""
+    """Open a release and verify it: the certificate must be privrec's, every file it lists must exist
+    with the recorded size and SHA-256, and its guarantee must follow from its own mechanism and
+    parameters (:func:`privrec.release.verify.check_certificate`). Anything else is refused with the reason."""
     folder = Path(folder)
     if not folder.is_dir():
         hint = ""
@@ -138,9 +140,9 @@ def read_release(folder: str | os.PathLike) -> Release:
     if not isinstance(cert, dict) or cert.get("format") != FORMAT:
         found = cert.get("format") if isinstance(cert, dict) else type(cert).__name__
         raise ReleaseError(f"{cert_path}: not a {FORMAT} certificate (found {found!r}); publish again with this privrec")
-    files = cert.get("output", {}).get("files")
-    if not isinstance(files, dict) or not files:
-        raise ReleaseError(f"{cert_path} lists no data files; publish again")
+    files = cert["output"].get("files") if isinstance(cert.get("output"), dict) else None
+    if not isinstance(files, dict) or not files or not all(isinstance(m, dict) for m in files.values()):
+        raise ReleaseError(f"{cert_path} lists no data files (output.files: name -> sha256, bytes); publish again")
     for name, meta in files.items():
         path = folder / name
         if Path(name).name != name or not path.is_file():
@@ -149,6 +151,7 @@ def read_release(folder: str | os.PathLike) -> Release:
         if path.stat().st_size != meta.get("bytes") or sha256_file(path) != meta.get("sha256"):
             raise ReleaseError(f"{path} does not match its certificate (SHA-256 differs): the data was changed after "
                                "it was certified; publish again")
+    check_certificate(cert, folder)                      # and the certificate itself: its numbers must follow
     return Release(folder, cert)
 
 
