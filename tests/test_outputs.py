@@ -241,3 +241,25 @@ def test_atomic_dir_and_seal_compose(tmp_path):
         (tmp / "a.txt").write_text("a")
         seal(tmp, "train")
     assert ownership(tmp_path / "d").kind == "train"
+
+
+def test_reproduce_refuses_a_user_folder_before_building_anything(tmp_path):
+    import types
+
+    from privrec.experiments import runner
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+
+    def make(cfg, published):
+        raise AssertionError("nothing may be built or trained for a refused output")
+
+    report = types.SimpleNamespace(__name__="privrec.experiments.pricdsr_report")
+    with pytest.raises(ParameterError, match="files privrec did not write .thesis.tex"):
+        runner.reproduce_grid(None, make, report, mine, log=print, describe=str, started=0.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+    assert (mine / "thesis.tex").read_text() == "years of work"
+    _report(tmp_path / "t", kind="train")                  # and never over another kind of output
+    with pytest.raises(ParameterError, match="a reproduce pricdsr never replaces"):
+        runner.reproduce_grid(None, make, report, tmp_path / "t", log=print, describe=str, started=0.0)

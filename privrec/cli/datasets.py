@@ -56,9 +56,13 @@ def info(name: str) -> None:
                + (f" ({inter.extra['catalogue_items']:,} in the item file)" if "catalogue_items" in inter.extra else ""))
     click.echo(f"interactions  {s['interactions']:,}  (density {s['density']:.4%})")
     if "time_min" in s:
-        lo = dt.datetime.fromtimestamp(s["time_min"], dt.timezone.utc).date()
-        hi = dt.datetime.fromtimestamp(s["time_max"], dt.timezone.utc).date()
-        click.echo(f"time span     {lo} .. {hi}")
+        try:
+            lo = dt.datetime.fromtimestamp(s["time_min"], dt.timezone.utc).date()
+            hi = dt.datetime.fromtimestamp(s["time_max"], dt.timezone.utc).date()
+            click.echo(f"time span     {lo} .. {hi}")
+        except (ValueError, OverflowError, OSError):     # not Unix seconds: milliseconds, ordinals, nonsense
+            click.echo(f"time span     {s['time_min']:g} .. {s['time_max']:g} (not Unix seconds in years 1..9999: "
+                       "milliseconds or another unit? privrec orders by the value, whatever its unit)")
     if inter.rating is not None:
         click.echo(f"ratings       {inter.rating.min():g} .. {inter.rating.max():g}")
     click.echo(f"user fields   {', '.join(s['user_fields']) or '-'}")

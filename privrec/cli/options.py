@@ -136,6 +136,8 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         raise ParameterError(f"--seeds must be comma-separated integers such as 0,1,2, got {text!r}") from None
     if not seeds or any(s < 0 for s in seeds):
         raise ParameterError(f"--seeds must list non-negative integers, got {text!r}")
+    if any(s >= 2**63 for s in seeds):                # torch and NumPy take seeds below 2^63
+        raise ParameterError(f"--seeds: {max(seeds)} is too large; seeds are integers from 0 to 2^63 - 1")
     if len(set(seeds)) != len(seeds):
         raise ParameterError(f"--seeds lists a seed twice ({text!r}); a mean ± std needs distinct seeds")
     return seeds

@@ -22,9 +22,12 @@ def _sequence_rows(inter, max_len: int) -> tuple[np.ndarray, np.ndarray]:
     Returns (rows, user codes)."""
     from privrec.data.preprocess import drop_duplicates
     from privrec.data.sequences import to_sequences
+    from privrec.utils.resources import check_allocation
 
     seqs = to_sequences(drop_duplicates(inter))
     users = np.flatnonzero(seqs.lengths > 0)
+    check_allocation(16.0 * len(users) * max_len, f"--max-len {max_len} over {len(users):,} users",
+                     f"choose a smaller --max-len (the longest history here is {int(seqs.lengths.max()):,} items)")
     return seqs.to_padded(max_len, users).astype(np.int64), users
 
 

@@ -19,6 +19,7 @@ from privrec.data.sequences import Sequences
 from privrec.errors import ParameterError, TrainingError
 from privrec.evaluation import metrics as M
 from privrec.evaluation.negatives import SAMPLERS, popularity, sample_negatives
+from privrec.utils.resources import check_top_k
 
 MODES = ("full", "sampled")
 
@@ -125,6 +126,7 @@ def _batches(users: np.ndarray, size: int) -> Iterator[np.ndarray]:
 def evaluate(model: torch.nn.Module, task: RankingTask, stage: str, cfg: EvalConfig = EvalConfig(),
              device: torch.device | str = "cpu", keep_per_user: bool = False) -> EvalResult:
     """Rank every evaluated user's ``stage`` targets; return mean metrics."""
+    check_top_k(cfg.ks, task.n_items, cfg.batch_size)
     targets_csr = task.stage_targets(stage)
     history_csr = task.stage_history(stage)
     users = np.flatnonzero(targets_csr.lengths > 0)

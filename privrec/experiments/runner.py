@@ -199,12 +199,27 @@ def load_progress(path: Path, fingerprint: str | dict[str, str]) -> dict[str, Ru
     for rec in read_json_lines(path):                 # a line cut by a crash is skipped: that run is redone
         want = fingerprint if isinstance(fingerprint, str) else fingerprint.get(rec.get("key"))
         if want is not None and rec.get("fingerprint") == want:
-            run = RunRecord.from_dict(rec["run"], rec["key"])
+            run = _readable_run(rec)
+            if run is None:                           # damaged (an edited or corrupted line): redone like a cut one
+                continue
             run.key = rec["key"]
             if not run.environment and rec.get("environment"):
                 run.environment = rec["environment"]
             out[rec["key"]] = run
     return out
+
+
+def _readable_run(rec: dict) -> RunRecord | None:
+    """The run of a progress line, or None where it is not a whole record (no run, metrics that are not
+    numbers): such a line is treated as never written."""
+    try:
+        run = RunRecord.from_dict(rec["run"], rec["key"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    ok = isinstance(run.fit, dict) and isinstance(run.metrics, dict) and all(
+        isinstance(m, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in m.values())
+        for m in run.metrics.values())
+    return run if ok else None
 
 
 def recorded_keys(path: Path) -> set[str]:

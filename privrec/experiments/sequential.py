@@ -29,6 +29,7 @@ from privrec.training.checkpoint import save_checkpoint
 from privrec.training.tasks import task_for
 from privrec.training.trainer import NUMERICS, STOPPING_RULE, TrainConfig, Trainer
 from privrec.utils.repro import config_hash, environment, seed_torch
+from privrec.utils.resources import check_allocation, check_top_k
 
 SPLITS = ("leave_one_out", "temporal_fraction", "prefixes")   # prefixes: DIPSGNN's (training.tasks.prefixes)
 
@@ -207,6 +208,10 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
                                                          cfg.time_precision)
     log(f"{cfg.dataset}: {inter.n_users:,} users, {inter.n_items:,} items, {len(inter):,} interactions "
         f"after preprocessing ({time.perf_counter() - t0:.1f}s)")
+    check_top_k(cfg.eval.ks, inter.n_items)            # before training, not at the first validation
+    longest = int(split.full_history().lengths.max())
+    check_allocation(64.0 * cfg.train.batch_size * cfg.max_len * 4, f"--max-len {cfg.max_len} with --batch-size "
+                     f"{cfg.train.batch_size}", f"choose a smaller --max-len (the longest history here is {longest:,})")
     private, cert = None, None
     if cfg.epsilon is not None:
         private, cert = _private(cfg, inter, split, release_dir or (out_dir and Path(out_dir) / "release"), log)

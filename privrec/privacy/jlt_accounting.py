@@ -66,7 +66,7 @@ from scipy import integrate, optimize, special, stats
 from privrec.errors import ParameterError
 from privrec.privacy.fwht import next_pow2
 from privrec.privacy.guarantee import Claim, Guarantee
-from privrec.privacy.validate import check_delta, check_epsilon
+from privrec.privacy.validate import check_delta, check_epsilon, check_probability
 
 Calibration = Literal["paper", "blocki", "tight"]
 Lift = Literal["full", "svd"]
@@ -285,6 +285,8 @@ def calibrate_w(epsilon: float, delta: float, n_prime: int, calibration: Calibra
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
+    if method == "sjlt":
+        check_probability(q, "--q (the SJLT's density)", open_low=True)
     if calibration == "paper":
         return paper_w(eps, dlt, n_prime)
     as_jlt = method == "jlt" or q >= 1.0          # q = 1: P H D is a Gaussian matrix, the JLT analysis applies
@@ -308,6 +310,8 @@ def guarantee(*, method: Method, w: float, delta: float, n_prime: int, n_users: 
     ``max_change``. ``w`` is the lift in units of max_change; ``epsilon`` the requested budget."""
     if method not in ("jlt", "sjlt"):
         raise ParameterError(f"method must be 'jlt' or 'sjlt', got {method!r}")
+    if method == "sjlt":
+        check_probability(q, "--q (the SJLT's density)", open_low=True)
     if lift not in LIFTS:
         raise ParameterError(f"lift must be one of {LIFTS}, got {lift!r}")
     n_total = next_pow2(n_items)

@@ -120,6 +120,10 @@ def project_ratings(ratings, mechanism: str, epsilon: float, rng: np.random.Gene
     dlt = check_delta(default_delta(n_users) if delta is None else delta)
     if not isinstance(n_prime, (int, np.integer)) or n_prime < 1:
         raise ParameterError(f"--n-prime must be a positive integer, got {n_prime!r}")
+    from privrec.utils.resources import check_allocation
+
+    check_allocation(8.0 * 3 * n_prime * (n_items + n_users), f"--n-prime {n_prime} ({n_users:,} users x {n_items:,} items)",
+                     f"choose a smaller --n-prime (n' <= {n_items:,} items compresses the matrix)")
     if n_prime > n_items:
         import warnings
 
