@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import sdp_certificate
 
@@ -263,3 +264,26 @@ def test_reproduce_refuses_a_user_folder_before_building_anything(tmp_path):
     _report(tmp_path / "t", kind="train")                  # and never over another kind of output
     with pytest.raises(ParameterError, match="a reproduce pricdsr never replaces"):
         runner.reproduce_grid(None, make, report, tmp_path / "t", log=print, describe=str, started=0.0)
+
+
+@pytest.mark.slow
+def test_a_killed_train_leaves_nothing_the_next_one_cannot_clean(tiny_inter_file, tmp_path):
+    """SIGKILL a train at random moments; the next train of the same output finishes, keeps the earlier
+    seed, and leaves no temporary, backup or lock of the dead writer."""
+    import signal
+    import time
+
+    rng = np.random.default_rng(0)
+    out = tmp_path / "o"
+    args = [sys.executable, "-m", "privrec", *TRAIN, "--dataset", str(tiny_inter_file), "--out", str(out)]
+    assert subprocess.run([*args, "--seeds", "0"], capture_output=True).returncode == 0
+    for _ in range(4):
+        proc = subprocess.Popen([*args, "--seeds", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(float(rng.uniform(3.0, 9.0)))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert ownership(out).foreign == [] and ownership(out).changed == []     # never a half-written report
+    assert subprocess.run([*args, "--seeds", "1"], capture_output=True).returncode == 0
+    assert [r["seed"] for r in json.loads((out / "results.json").read_text())["runs"]] == [0, 1]
+    left = [p.name for p in tmp_path.iterdir() if p.name.endswith((".tmp", ".old"))]
+    assert left == [], left
