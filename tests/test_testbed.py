@@ -163,6 +163,11 @@ def test_gate_needs_both_controls_ahead_at_p_below_alpha():
     assert G.claim_verdict(_check([0.05, 0.05, 0.05]), gates, "A ← B") == "holds"      # no spread, all ahead
     assert G.claim_verdict(_check([0.02, 0.03, 0.02]), [flat.to_dict()], "A ← B") == G.NO_TRANSFER
     assert "Positive-control gate" in "\n".join(G.markdown(gates))
+    # a claim on metric m is judged by m's gate where the report gates each metric; without one, by all of them
+    other = G.gate("A ← B", "n", {**vals, "noise": {0: 0.30, 1: 0.33, 2: 0.30}}, "X", "single", "noise").to_dict()
+    assert G.claim_verdict(_check([0.02, 0.03, 0.02]), [g.to_dict(), other], "A ← B", "m") == "holds"
+    assert G.claim_verdict(_check([0.02, 0.03, 0.02]), [g.to_dict(), other], "A ← B", "n") == G.NO_TRANSFER
+    assert G.claim_verdict(_check([0.02, 0.03, 0.02]), [g.to_dict(), other], "A ← B") == G.NO_TRANSFER
 
 
 def test_sdp_kept_share_and_its_inverse():

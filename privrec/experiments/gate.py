@@ -100,10 +100,16 @@ def gate(where: str, metric: str, values: dict[str, dict[int, float]], cross: st
     return Gate(where, metric, cross, single, noise, check(single), check(noise))
 
 
-def passed(gates: list[dict], where: str) -> bool:
-    """Whether every gate of ``where`` (one per metric) in a report's ``gates`` passed."""
+def passed(gates: list[dict], where: str, metric: str | None = None) -> bool:
+    """Whether the gates of ``where`` in a report's ``gates`` passed: the one of ``metric`` where the
+    report gates that metric, else every one (one per metric)."""
+    return all(g["passed"] for g in _of(gates, where, metric)) and bool(_of(gates, where, metric))
+
+
+def _of(gates: list[dict], where: str, metric: str | None) -> list[dict]:
     mine = [g for g in gates if g["where"] == where]
-    return bool(mine) and all(g["passed"] for g in mine)
+    same = [g for g in mine if g.get("metric") == metric]
+    return same if metric is not None and same else mine
 
 
 def markdown(gates: list[dict]) -> list[str]:
@@ -123,10 +129,11 @@ def markdown(gates: list[dict]) -> list[str]:
                             "difference", "gate"], rows), ""]
 
 
-def claim_verdict(check: dict | None, gates: list[dict], where: str) -> str:
-    """"A beats B" read from a paired check, only where the gate of ``where`` passed."""
-    if not passed(gates, where):
-        mine = [g for g in gates if g["where"] == where]
+def claim_verdict(check: dict | None, gates: list[dict], where: str, metric: str | None = None) -> str:
+    """"A beats B" read from a paired check, only where the gate of ``where`` passed — on the check's own
+    ``metric`` where the report gates each metric (a sampled-ranking claim needs the sampled-ranking gate)."""
+    if not passed(gates, where, metric):
+        mine = _of(gates, where, metric)
         if mine and all(g.get("decided", True) for g in mine):
             return NO_TRANSFER
         return next((g["verdict"] for g in mine if g["verdict"] == NOT_YET), TOO_FEW)

@@ -142,7 +142,8 @@ def result(cfg: PriCDSRConfig, data, outcome: Outcome, *, command: str | None, p
         target, aux = direction.split("<-")
         eps = sorted({cfg.epsilon, *(cfg.epsilons if direction in cfg.table3_directions else ())})
         probes[where(target, aux)] = probe_releases(apply_shared(data, target, bed), target, aux, cfg.max_len, eps)
-    claim = [{**c, "verdict": G.claim_verdict(c, gate, where(c["target"], c["aux"])) if c["reference"] != "DASL"
+    claim = [{**c, "verdict": G.claim_verdict(c, gate, where(c["target"], c["aux"]), c["metric"])
+              if c["reference"] != "DASL"
               else None} for c in claim_check(runs, cfg.epsilon)]
     return {"kind": "pricdsr", "config": cfg.to_dict(), "statistics": data.statistics(), "testbed": bed.to_dict(),
             "testbed_statistics": statistics, "gates": gate, "probe": probes,
@@ -233,7 +234,7 @@ def markdown(res: dict) -> str:
               "PriCDSR's claim is that PriCDSR-DASL beats DASL-single (a positive difference) while the "
               f"auxiliary domain is protected; beating DASL on pure-noise auxiliary rows ({NOISE}) shows the "
               "release still carries the auxiliary domain's information; the difference to DASL is the cost of "
-              "privacy. Verdicts only where the gate above passed.", "",
+              "privacy. Verdicts only where the gate above passed on the same metric.", "",
               markdown_table(["target ← aux", "reference", "metric", "difference (mean ± std)", "relative", "ahead in",
                               "p (paired t)", "verdict"],
                              [[f"{c['target']} ← {c['aux']}", c["reference"], c["metric"], signed(c["difference"]),
