@@ -287,3 +287,22 @@ def test_a_killed_train_leaves_nothing_the_next_one_cannot_clean(tiny_inter_file
     assert [r["seed"] for r in json.loads((out / "results.json").read_text())["runs"]] == [0, 1]
     left = [p.name for p in tmp_path.iterdir() if p.name.endswith((".tmp", ".old"))]
     assert left == [], left
+
+
+def test_a_second_reproduce_of_one_output_is_told_how_to_read_the_first(tmp_path):
+    import types
+
+    from privrec.experiments import runner
+
+    code = ("import time\nfrom privrec.utils.outputs import output_lock\n"
+            f"with output_lock({str(tmp_path / 'rep')!r}):\n    print('held', flush=True)\n    time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    report = types.SimpleNamespace(__name__="privrec.experiments.pricdsr_report")
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(ReleaseError, match="--report-only --out OTHER --add-progress .*rep.progress.jsonl"):
+            runner.reproduce_grid(None, lambda c, p: None, report, tmp_path / "rep", log=print, describe=str,
+                                  started=0.0)
+    finally:
+        proc.kill()
+        proc.wait()

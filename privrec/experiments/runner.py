@@ -37,7 +37,7 @@ from typing import Protocol
 
 import numpy as np
 
-from privrec.errors import ParameterError
+from privrec.errors import ParameterError, ReleaseError
 from privrec.experiments.caps import epochs_run, reusable, stopped_early
 from privrec.experiments.certificates import certificate_of, record_certificates
 from privrec.experiments.progress import (  # noqa: F401  (the runner's public names, as before)
@@ -315,7 +315,12 @@ def owned_output(out_dir: str | Path, paper: str) -> Iterator[None]:
     check_output(out, (), "--out")
     check_replaceable(out, kind)
     check_progress_file(progress_path(out))
-    with output_lock(out):
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(output_lock(out))
+        except ReleaseError as exc:
+            raise ReleaseError(f"{exc}. To read its finished runs meanwhile, write a report elsewhere: the same "
+                               f"command with --report-only --out OTHER --add-progress {progress_path(out)}") from None
         check_replaceable(out, kind)
         yield
 
