@@ -10,7 +10,7 @@ LOCK   := requirements/lock.txt
 PIPTOOLS := pip-tools==7.6.2
 EXTRAS := $(shell $(PYTHON) -c "import tomllib; print(','.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']))")
 
-.PHONY: demo test test-slow bench lint lock lock-check latest clean
+.PHONY: demo test test-fast test-slow bench lint lock lock-check latest clean
 
 $(STAMP): $(LOCK) pyproject.toml Makefile
 	@$(PYTHON) requirements/check_lock.py
@@ -28,6 +28,9 @@ demo: $(STAMP)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)          # between two edits: everything but the integration and slow tests
+	$(BIN)/python -m pytest -q -m "not slow and not integration"
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

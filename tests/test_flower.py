@@ -206,6 +206,7 @@ def test_only_the_run_simulation_deprecation_is_dropped_from_flowers_log():
     assert sum(type(f).__name__ == "_DropRunSimulationDeprecation" for f in log.filters) == 1
 
 
+@pytest.mark.integration
 def test_simulation_and_deployment_run_the_plain_loops_federation(tmp_path):
     """Flower's simulation engine and a real SuperLink + 2 SuperNodes (processes on 127.0.0.1), 2 rounds
     each, give the plain loop's global tables (same seed, same functions)."""

@@ -190,6 +190,7 @@ def _run(variant: str) -> None:
             assert Path(argv[argv.index(flag) + 1]).exists(), f"privrec {variant}: wrote nothing"
 
 
+@pytest.mark.integration
 def test_readme_commands_run(workdir):
     for readme, variant in VARIANTS.items():
         if variant.startswith("SLOW "):
