@@ -1,0 +1,63 @@
+"""Every committed reproduction report regenerates from its committed progress with today's code
+(issue 77, item 6): ``--report-only`` into a copy of the folder gives the same tables. Slow (one data
+load and report per folder, 5-10 min in all): ``make test-slow``."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from privrec.cli import main
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+NOT_YET = {   # folder -> why it does not regenerate today (a known gap, issue 77 item 6)
+    "rr-quick": "its records' fingerprint predates later RR settings: no finished run of today's configuration",
+    "pfcr-ml-1m": "the command it records no longer matches its runs' fingerprints (settings changed since)",
+    "pfcr-ml-1m-long": "as pfcr-ml-1m",
+}
+RUNNING = {"pricdsr-ml-1m", "pricdsr-ml-1m-cold3"}   # runs still landing: the report predates the newest records
+
+
+def _reports() -> list[str]:
+    out = []
+    for res in sorted(RESULTS.glob("*/results.json")):
+        command = (json.loads(res.read_text(encoding="utf-8")).get("command") or "")
+        if command.startswith("privrec reproduce") and (RESULTS / f"{res.parent.name}.progress.jsonl").is_file():
+            out.append(res.parent.name)
+    return out
+
+
+def _args(command: str, out: Path) -> list[str]:
+    words, args, skip = shlex.split(command)[1:], [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w in ("--out", "--add-progress"):
+            skip = True
+        elif w != "--report-only" and not w.startswith("--out="):
+            args.append(w)
+    return [*args, "--report-only", "--out", str(out)]
+
+
+def _tables(path: Path) -> list[str]:
+    """The report's table rows; '‡' (a release certificate read from the previous report because the release
+    data is not on this machine, as on a fresh clone) marks where the data was, not what the table says."""
+    return [line.replace("‡", "") for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("|")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _reports())
+def test_a_committed_report_regenerates_with_the_same_tables(name, tmp_path):
+    if name in NOT_YET:
+        pytest.xfail(NOT_YET[name])
+    shutil.copytree(RESULTS / name, tmp_path / name)
+    shutil.copy(RESULTS / f"{name}.progress.jsonl", tmp_path / f"{name}.progress.jsonl")
+    command = json.loads((RESULTS / name / "results.json").read_text(encoding="utf-8"))["command"]
+    assert main(_args(command, tmp_path / name)) == 0
+    if name in RUNNING:
+        pytest.xfail("runs still landing: the committed report predates the newest records")
+    assert _tables(tmp_path / name / "results.md") == _tables(RESULTS / name / "results.md")
