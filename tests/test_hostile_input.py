@@ -75,3 +75,10 @@ def test_damaged_progress_lines_are_redone_not_crashed_on(tmp_path):
     path = tmp_path / "o.progress.jsonl"
     path.write_bytes(("\n".join(lines) + "\n").encode() + b'{"fingerprint": "fp", "key": "k3"\xff}\n')
     assert list(load_progress(path, "fp")) == ["k1"]
+
+
+def test_rr_refuses_items_without_titles_instead_of_embedding_their_ids(csv_file, tmp_path, capsys):
+    """Numeric ids are not text: embedding 'i17' with MiniLM would give alternatives that mean nothing."""
+    assert main(["publish", "rr", str(csv_file), "-o", str(tmp_path / "r"), "--epsilon", "1"]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "no item title field" in last and "embeddings" in last and not (tmp_path / "r").exists()

@@ -106,7 +106,8 @@ def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: 
             from privrec.data.text import item_texts
             from privrec.privacy import alternatives as A
 
-            emb = _load_embeddings(embeddings, inter.n_items) if embeddings else A.embed_texts(item_texts(inter))
+            emb = _load_embeddings(embeddings, inter.n_items) if embeddings else \
+                A.embed_texts(item_texts(inter, require_title=True))
             alt = {"injective": A.injective_map, "paired": A.paired_map,
                    "nearest": A.nearest_neighbour_map}[alternatives](emb)
         published, g = P.perturb_sequences(rows, inter.n_items, mechanism, epsilon, rng, alt_map=alt,

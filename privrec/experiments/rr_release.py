@@ -22,7 +22,7 @@ def item_embeddings(inter) -> np.ndarray:
     from privrec.data.text import item_texts
     from privrec.privacy.alternatives import embed_texts
 
-    return embed_texts(item_texts(inter))
+    return embed_texts(item_texts(inter, require_title=True))   # never ids embedded as if they were text
 
 
 def alternative_map(kind: str, n_items: int, embeddings: Callable[[], np.ndarray], seed: int):
