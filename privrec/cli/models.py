@@ -206,7 +206,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     check_output(out_dir, input_files(dataset), "--out")   # never into an input or the dataset cache
     TO.check_before_training(out_dir)                # before hours of training, not after: never delete user files
     log = lambda msg: click.echo(msg, err=True)
-    state_dir = TO.state_of(out_dir)                 # per-epoch training state: a killed run resumes
+    state_dir = TO.state_dir(out_dir)                # per-epoch training state: a killed run resumes
     env = environment()
     command = command_line()
     # each seed's result as soon as it is tested: a durable record while later seeds still train

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from privrec.errors import ParameterError, ReleaseError
+from privrec.experiments.progress import progress_path, state_dir
 from privrec.utils.io import (
     _missing_parents,
     append_json_line,
@@ -34,20 +35,12 @@ KIND = "train"
 LOCK_WAIT = 600.0          # seconds a finishing train waits for another one's swap (seconds of work)
 
 
-def progress_of(out_dir: Path) -> Path:
-    return Path(str(out_dir).rstrip("/") + ".progress.jsonl")
-
-
-def state_of(out_dir: Path) -> Path:
-    return Path(str(out_dir).rstrip("/") + ".state")
-
-
 def check_before_training(out_dir: Path) -> None:
     """Every refusal that does not need the trained model, before hours of training: the folder must be
     empty, absent or a ``train`` report privrec wrote; the progress file and state folder privrec's."""
     check_replaceable(out_dir, KIND)
-    check_progress_file(progress_of(out_dir))
-    state = state_of(out_dir)
+    check_progress_file(progress_path(out_dir))
+    state = state_dir(out_dir)
     if state.is_symlink() or (state.exists() and (not state.is_dir() or any(
             not (f.suffix == ".pt" or f.name.startswith(".")) for f in state.iterdir()))):
         raise ParameterError(f"{state} holds files privrec did not write (it keeps training state there and "
@@ -80,7 +73,7 @@ def seed_locks(out_dir: Path, seeds: Sequence[int]) -> Iterator[None]:
 
 def record(out_dir: Path, line: dict) -> None:
     """Append one tested seed's record to ``OUT.progress.jsonl`` (under that file's lock)."""
-    progress = progress_of(out_dir)
+    progress = progress_path(out_dir)
     with output_lock(progress, wait=60.0):
         check_progress_file(progress)
         append_json_line(progress, line)
@@ -105,7 +98,7 @@ def finish(out_dir: Path, tmp: Path, result: dict, markdown) -> dict:
         write_report(tmp, result, markdown(result))
         seal(tmp, KIND)
         swap_into_place(tmp, out_dir)
-        _drop_records(progress_of(out_dir), result)
+        _drop_records(progress_path(out_dir), result)
     return result
 
 
