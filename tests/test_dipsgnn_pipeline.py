@@ -142,3 +142,27 @@ def test_the_private_model_variant_is_one_certificate_within_epsilon2(toy, tmp_p
     assert row["privacy"]["true"] == model["epsilon"] and row["privacy"]["interaction"] > model["epsilon"]
     md = (tmp_path / "dp" / "results.md").read_text()
     assert "DIPSGNN-DP (private model" in md and "yes, per transition count" in md
+
+
+def test_the_claim_check_gives_n_paired_difference_p_and_verdict():
+    """DIPSGNN beats EdgeRand: R@20 paired by seed (known answer from scipy's paired t on the points), and
+    the relative gap against the paper's +19.99% by a one-sample t."""
+    from scipy import stats
+
+    from privrec.experiments.dipsgnn import DIPSGNNConfig, labels, run_key
+    from privrec.experiments.dipsgnn_report import claim
+    from privrec.experiments.runner import RunRecord
+
+    cfg = DIPSGNNConfig()
+    ours, theirs = labels("DIPSGNN", cfg, accounting="paper"), labels("EdgeRand", cfg)
+    a, b = [0.20, 0.21, 0.19], [0.15, 0.17, 0.16]
+    runs = [RunRecord(run_key(lab, s), s, lab, {}, {"test": {"hr@20": v}})
+            for lab, vals in ((ours, a), (theirs, b)) for s, v in enumerate(vals)]
+    c = claim(runs, ours, theirs)
+    p = stats.ttest_rel(np.multiply(a, 100), np.multiply(b, 100)).pvalue
+    assert c["check"]["p_value"] == pytest.approx(p) and c["verdict"] == "holds"
+    assert c["check"]["difference"]["mean"] == pytest.approx(100 * np.mean(np.subtract(a, b)))
+    gaps = np.divide(a, b) - 1
+    assert c["gap_vs_paper"]["p_value"] == pytest.approx(stats.ttest_1samp(gaps, 0.1999).pvalue)
+    lost = claim(runs[:1] + runs[3:4], ours, theirs)                      # one seed: no verdict
+    assert lost["verdict"] == "no verdict: one seed"

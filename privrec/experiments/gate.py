@@ -26,9 +26,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from privrec.experiments.stats import paired, paired_cell
+from privrec.experiments.stats import ALPHA, paired, paired_cell, significant, verdict
 
-ALPHA = 0.05
 DECIDED_SEEDS = 3
 NO_TRANSFER = "no verdict: the non-private model shows no transfer on this testbed"
 TOO_FEW = "no verdict yet: the gate needs at least 2 paired seeds"
@@ -80,17 +79,6 @@ class Gate:
         return {**asdict(self), "passed": self.passed, "decided": self.decided, "verdict": self.verdict}
 
 
-def significant(check: dict) -> bool:
-    """The paired difference is significant at ``ALPHA`` (two seeds at least). Every seed's difference equal and
-    non-zero (no spread, so no t statistic: scipy gives no p) counts as significant."""
-    if len(check["seeds"]) < 2:
-        return False
-    if check.get("p_value") is None:
-        d = check["difference"]
-        return d["mean"] != 0 and d["std"] == 0
-    return check["p_value"] < ALPHA
-
-
 def gate(where: str, metric: str, values: dict[str, dict[int, float]], cross: str, single: str, noise: str) -> Gate:
     """The gate of one direction from ``values[model] = {seed: metric}``."""
     def check(other: str) -> dict | None:
@@ -137,11 +125,7 @@ def claim_verdict(check: dict | None, gates: list[dict], where: str, metric: str
         if mine and all(g.get("decided", True) for g in mine):
             return NO_TRANSFER
         return next((g["verdict"] for g in mine if g["verdict"] == NOT_YET), TOO_FEW)
-    if check is None or len(check["seeds"]) < 2:
-        return "no verdict: one seed"
-    if not significant(check):
-        return f"not shown (p ≥ {ALPHA:g})"
-    return "holds" if check["difference"]["mean"] > 0 else "fails (significantly behind)"
+    return verdict(check)
 
 
 # The papers' own datasets (as printed in their dataset tables; interactions / users and density computed where a

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from privrec.experiments import gate as G
+from privrec.experiments import stats as S
 from privrec.experiments.caps import may_still_improve
 from privrec.experiments.provenance import environment_note
 from privrec.experiments.report import (
@@ -99,7 +100,7 @@ def claims(runs: list[RunRecord], cfg: dict) -> list[dict]:
     PriCDR-SYM; and the paper's remarks that they beat the CDR baseline (DDTCDR) and that CDR beats
     single-domain models. Plus the issue's negative control: HeteroCDR on pure noise must fall to the
     level of its own target side alone (DMF): it holds when it is not ahead of DMF on the paired mean,
-    or not significantly (p > 0.05). And PriCDR-J/-S against that control: a release that carries
+    or not significantly (p ≥ 0.05). And PriCDR-J/-S against that control: a release that carries
     the source's signal must beat the same model trained on noise of its shape."""
     out = []
     gate = gates(runs, cfg)
@@ -126,7 +127,7 @@ def claims(runs: list[RunRecord], cfg: dict) -> list[dict]:
                             "verdict": G.claim_verdict(p.to_dict(), gate, where(target, source))})
                 continue
             if relation == "not above":            # the issue's negative control: noise adds nothing over DMF
-                significant = p.p_value is not None and p.p_value <= 0.05
+                significant = S.significant(p.to_dict())
                 verdict = ("fails: pure noise beats the target alone, so the gain is not the source's"
                            if d["mean"] > 0 and significant else
                            "holds within noise (above the target alone on the mean, not significantly)"
@@ -136,9 +137,9 @@ def claims(runs: list[RunRecord], cfg: dict) -> list[dict]:
             elif relation == ">=":
                 verdict = ("holds" if d["mean"] >= 0 else
                            "holds within noise (below on the mean, not significantly)"
-                           if p.p_value is not None and p.p_value > 0.05 else "fails")
+                           if not S.significant(p.to_dict()) else "fails")
             else:     # "beats": the paired mean ahead at p < 0.05 (the gate's rule)
-                verdict = G.claim_verdict(p.to_dict(), [{"where": "", "passed": True}], "")
+                verdict = S.verdict(p.to_dict())
             if len(p.seeds) < 2:
                 verdict += " (1 seed: indicative only)"
             out.append({"direction": f"{target} <- {source}", "ours": ours, "theirs": theirs, "relation": relation,

@@ -129,9 +129,13 @@ def training_by(runs: Sequence[dict], label: str, names: dict[str | None, str] |
 
 
 def trailer(res: dict) -> list[str]:
-    """The last lines of every reproduction report: the command that wrote it and the training time (split
-    by ``res["training_by"]`` where a report gives it: :func:`training_by`)."""
-    lines = [f"This report was written by: `{res['command']}`", ""] if res.get("command") else []
+    """The last lines of every reproduction report: the paper's datasets and methods it does not run
+    (:mod:`privrec.experiments.not_run`, by ``res["kind"]``), the command that wrote it and the training time
+    (split by ``res["training_by"]`` where a report gives it: :func:`training_by`)."""
+    from privrec.experiments.not_run import markdown as not_run
+
+    lines = not_run(res.get("kind", ""))
+    lines += [f"This report was written by: `{res['command']}`", ""] if res.get("command") else []
     split = res.get("training_by") or {}
     parts = "; ".join(f"{name}: {g['seconds'] / 3600:.2f} h over {g['runs']} run{'s' * (g['runs'] != 1)}"
                       for name, g in split.items())

@@ -24,6 +24,8 @@ from privrec.experiments.report import (
 )
 from privrec.experiments.rr import TRAIN_OVERRIDES, WINDOW_USERS
 from privrec.experiments.runner import Outcome, RunRecord
+from privrec.experiments.stats import ALPHA, TEST, evidence, one_sample, paired
+from privrec.experiments.stats import verdict as stat_verdict
 
 PAPER = {"metrics": ("hr@1 (sampled)", "ndcg@5 (sampled)"),
          "drop": {"RR-BERT4Rec": {"hr@1 (sampled)": -0.16, "ndcg@5 (sampled)": -0.12}},
@@ -82,10 +84,10 @@ def drops(runs: list[RunRecord], epsilons: list[float], alternatives: str) -> li
 
 
 def verdict(drop_rows: list[dict], runs: list[RunRecord] = (), alternatives: str = "injective") -> list[str]:
-    """The paper's claim, in its three parts: (i) RR-BERT4Rec loses less than GRU4Rec and BERT4Rec as ε
-    shrinks (paired by seed); (ii) "far less": the baselines lose at least 66% (Fig. 1) while it loses
-    16% / 12%; (iii) what the smaller loss is worth: its score at the smallest ε against each baseline's
-    (paired by seed)."""
+    """The paper's claim, in its three parts, each with n, the paired difference, p and a verdict: (i)
+    RR-BERT4Rec loses less than GRU4Rec and BERT4Rec as ε shrinks (paired t over seeds); (ii) "far less": the
+    baselines lose at least 66% (Fig. 1; one-sample t against −66%) while it loses 16% / 12%; (iii) what the
+    smaller loss is worth: its score at the smallest ε against each baseline's (paired t)."""
     lines = []
     for col in PAPER["metrics"]:
         rows = {d["method"]: d for d in drop_rows if d["metric"] == col}
@@ -93,24 +95,37 @@ def verdict(drop_rows: list[dict], runs: list[RunRecord] = (), alternatives: str
         for base in ("GRU4Rec", "BERT4Rec"):
             if ours is None or base not in rows:
                 continue
-            seeds = sorted(set(ours["seeds"]) & set(rows[base]["seeds"]))
-            a = dict(zip(ours["seeds"], ours["relative"]["values"]))
-            b = dict(zip(rows[base]["seeds"], rows[base]["relative"]["values"]))
-            better = sum(a[s] > b[s] for s in seeds)
-            lines.append(f"- {col}: RR-BERT4Rec {ours['relative']['mean']:+.1%} vs {base} "
-                         f"{rows[base]['relative']['mean']:+.1%}; smaller loss in {better} of {len(seeds)} paired "
-                         f"seeds. Paper: {ours['paper']:+.0%} vs {base} {PAPER['baseline_drop']:+.0%} or worse.")
-    base_rows = [d for d in drop_rows if d["method"] in ("GRU4Rec", "BERT4Rec")]
-    if base_rows:
-        worst = min(base_rows, key=lambda d: d["relative"]["mean"])
-        mild = max(base_rows, key=lambda d: d["relative"]["mean"])
-        held = all(d["relative"]["mean"] <= PAPER["baseline_drop"] for d in base_rows)
-        lines.append(f"- The baselines' collapse (paper: {PAPER['baseline_drop']:+.0%} or worse): "
-                     f"{'holds' if held else 'fails'}; their mean losses here run from "
-                     f"{mild['relative']['mean']:+.1%} ({mild['method']}, {mild['metric']}) to "
-                     f"{worst['relative']['mean']:+.1%} ({worst['method']}, {worst['metric']}).")
+            check = paired(dict(zip(ours["seeds"], ours["relative"]["values"])),
+                           dict(zip(rows[base]["seeds"], rows[base]["relative"]["values"])))
+            check = check.to_dict() if check else None
+            lines.append(f"- {col}: RR-BERT4Rec loses less than {base} ({ours['relative']['mean']:+.1%} vs "
+                         f"{rows[base]['relative']['mean']:+.1%}): **{stat_verdict(check)}** — "
+                         f"{evidence(check, '+.1%')}. Paper: {ours['paper']:+.0%} vs {base} "
+                         f"{PAPER['baseline_drop']:+.0%} or worse.")
+    for d in (d for d in drop_rows if d["method"] in ("GRU4Rec", "BERT4Rec")):
+        t = one_sample(d["relative"]["values"], PAPER["baseline_drop"])
+        lines.append(f"- {d['method']} collapses on {d['metric']} (paper: {PAPER['baseline_drop']:+.0%} or worse): "
+                     f"**{collapse_verdict(t)}** — {_one_sample_text(t)}.")
     lines += absolute_at_smallest(runs, drop_rows, alternatives)
     return lines
+
+
+def collapse_verdict(t: dict | None) -> str:
+    """A loss "at least as large as the paper's": holds where the mean loss reaches it, fails where the mean is
+    significantly short of it (one-sample t, p < ALPHA), else not shown."""
+    if t is None or t["n"] < 2:
+        return "no verdict: one seed"
+    if t["mean"] <= t["reference"]:
+        return "holds"
+    return "fails" if t["p_value"] is None or t["p_value"] < ALPHA else f"not shown (p ≥ {ALPHA:g})"
+
+
+def _one_sample_text(t: dict | None) -> str:
+    if t is None:
+        return "no seeds"
+    spread = f" ± {t['std']:.1%}" if t["n"] > 1 else ""
+    p = "p –" if t["p_value"] is None else f"p = {t['p_value']:.2g}"
+    return f"n = {t['n']} seeds, mean change {t['mean']:+.1%}{spread} against {t['reference']:+.0%}, {p} (one-sample t)"
 
 
 def absolute_at_smallest(runs: list[RunRecord], drop_rows: list[dict], alternatives: str) -> list[str]:
@@ -125,13 +140,18 @@ def absolute_at_smallest(runs: list[RunRecord], drop_rows: list[dict], alternati
         ours = {s: value(r, col) for (m, s), r in at.items() if m == "RR-BERT4Rec"}
         for base in ("GRU4Rec", "BERT4Rec"):
             theirs = {s: value(r, col) for (m, s), r in at.items() if m == base}
-            seeds = sorted(set(ours) & set(theirs))
-            if not seeds:
+            check = paired(ours, theirs)
+            if check is None:
                 continue
-            higher = sum(ours[s] > theirs[s] for s in seeds)
-            lines.append(f"- {col} at ε = {lo:g}: RR-BERT4Rec {np.mean([ours[s] for s in seeds]):.4f} vs {base} "
-                         f"{np.mean([theirs[s] for s in seeds]):.4f}; higher in {higher} of {len(seeds)} paired seeds.")
+            check = check.to_dict()
+            lines.append(f"- {col} at ε = {lo:g}: RR-BERT4Rec ({np.mean(check_values(ours, check)):.4f}) beats {base} "
+                         f"({np.mean(check_values(theirs, check)):.4f}): **{stat_verdict(check)}** — "
+                         f"{evidence(check)}.")
     return lines
+
+
+def check_values(values: dict[int, float], check: dict) -> list[float]:
+    return [values[s] for s in check["seeds"]]
 
 
 def validity(hist_lengths: np.ndarray, epsilons: list[float]) -> list[dict]:
@@ -248,7 +268,7 @@ def markdown(res: dict) -> str:
               markdown_table(["method", "metric", "ε", "relative change", "paper"],
                              [[d["method"], d["metric"], f"{d['from']:g} → {d['to']:g}", _percent(d["relative"]),
                                d["paper"] if isinstance(d["paper"], str) else f"{d['paper']:+.0%}"]
-                              for d in res["drops"]]), "", "**Claim verdict**", ""]
+                              for d in res["drops"]]), "", f"**Claim verdict** (paired by seed; {TEST} unless marked, at p < {ALPHA:g})", ""]
     lines += verdict(res["drops"], [RunRecord.from_dict(r) for r in res["runs"]],
                      cfg["alternatives"]) or ["- not enough finished runs for a verdict"]
     from privrec.experiments.rr_plot import plots

@@ -15,6 +15,9 @@ import numpy as np
 
 from privrec.experiments.report import aggregate
 
+ALPHA = 0.05                              # the level of every claim verdict
+TEST = "two-sided paired t-test"          # the test behind every paired p in a report
+
 
 @dataclass(frozen=True)
 class Paired:
@@ -39,9 +42,15 @@ def paired_p(ours: Sequence[float], theirs: Sequence[float]) -> float | None:
     from scipy import stats
 
     d = np.subtract(ours, theirs)
-    if len(d) < 2 or np.ptp(d) == 0:
+    if len(d) < 2 or no_spread(d):
         return None
     return float(stats.ttest_rel(ours, theirs).pvalue)
+
+
+def no_spread(values: Sequence[float]) -> bool:
+    """Every value equal up to float rounding (then a t statistic is 0/0 or a rounding artefact)."""
+    v = np.asarray(values, dtype=float)
+    return bool(np.ptp(v) <= 1e-12 * max(1.0, float(np.max(np.abs(v)))))
 
 
 def paired(ours: dict[int, float], theirs: dict[int, float]) -> Paired | None:
@@ -80,3 +89,49 @@ def paired_cell(c: dict | None) -> str:
         return "–"
     p = "" if c.get("p_value") is None else f", p = {c['p_value']:.2f}"
     return f"{signed(c['difference'])} ({c['ahead']} of {len(c['seeds'])}{p})"
+
+
+def significant(check: dict) -> bool:
+    """The paired difference (``Paired.to_dict()``) is significant at ``ALPHA`` (two seeds at least). Every
+    seed's difference equal and non-zero (no spread, so no t statistic: scipy gives no p) counts as significant."""
+    if len(check["seeds"]) < 2:
+        return False
+    if check.get("p_value") is None:
+        d = check["difference"]
+        return abs(d["mean"]) > 1e-12 and no_spread(d.get("values") or [d["mean"]])
+    return check["p_value"] < ALPHA
+
+
+def verdict(check: dict | None) -> str:
+    """"A beats B" from a paired check: holds (ahead, p < ALPHA), fails (significantly behind), not shown, or no
+    verdict on fewer than two paired seeds."""
+    if check is None or len(check["seeds"]) < 2:
+        return "no verdict: one seed"
+    if not significant(check):
+        return f"not shown (p ≥ {ALPHA:g})"
+    return "holds" if check["difference"]["mean"] > 0 else "fails (significantly behind)"
+
+
+def evidence(check: dict | None, fmt: str = "+.4f", unit: str = "") -> str:
+    """A claim's evidence in words: n paired seeds, the mean paired difference ± std (``fmt``, then ``unit``),
+    seeds ahead and the paired t-test's p."""
+    if check is None:
+        return "no paired seeds"
+    d, n = check["difference"], len(check["seeds"])
+    p = check.get("p_value")
+    spread = f" ± {format(d['std'], fmt.lstrip('+'))}" if n > 1 else ""
+    return (f"n = {n} paired seed{'s' * (n != 1)}, difference {format(d['mean'], fmt)}{spread}{unit}, ahead in "
+            f"{check['ahead']}, " + ("p –" if p is None else f"p = {p:.2g}") + " (paired t)")
+
+
+def one_sample(values: Sequence[float], reference: float) -> dict | None:
+    """Two-sided one-sample t-test of ``values`` (one per seed) against ``reference`` (a paper's number):
+    mean, std, n and p (None below two values or without spread)."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return None
+    p = float(stats.ttest_1samp(v, reference).pvalue) if len(v) >= 2 and not no_spread(v) else None
+    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0, "n": int(len(v)),
+            "reference": reference, "p_value": p}
