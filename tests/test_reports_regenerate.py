@@ -1,6 +1,9 @@
 """Every committed reproduction report regenerates from its committed progress with today's code
-(issue 77, item 6): ``--report-only`` into a copy of the folder gives the same tables. Slow (one data
-load and report per folder, 5-10 min in all): ``make test-slow``."""
+(issue 77, item 6): ``--report-only`` into a copy of the folder gives the same tables. In the default suite
+(one data load and report per folder, 2-3 min in all; marked ``integration``, so ``make test-fast`` skips it).
+
+A change to a report's code therefore comes with its committed reports regenerated
+(``privrec reproduce ... --report-only --out results/NAME``, the command each report prints)."""
 
 from __future__ import annotations
 
@@ -14,11 +17,7 @@ import pytest
 from privrec.cli import main
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-NOT_YET = {   # folder -> why it does not regenerate today (a known gap, issue 77 item 6)
-    "rr-quick": "its records' fingerprint predates later RR settings: no finished run of today's configuration",
-    "pfcr-ml-1m": "the command it records no longer matches its runs' fingerprints (settings changed since)",
-    "pfcr-ml-1m-long": "as pfcr-ml-1m",
-}
+NOT_YET: dict[str, str] = {}   # folder -> why it does not regenerate today (none: every committed report does)
 RUNNING = {"pricdsr-ml-1m", "pricdsr-ml-1m-cold3"}   # runs still landing: the report predates the newest records
 
 
@@ -49,7 +48,7 @@ def _tables(path: Path) -> list[str]:
     return [line.replace("‡", "") for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("|")]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("name", _reports())
 def test_a_committed_report_regenerates_with_the_same_tables(name, tmp_path):
     if name in NOT_YET:

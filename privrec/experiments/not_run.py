@@ -32,7 +32,7 @@ NOT_RUN: dict[str, tuple[NotRun, ...]] = {
         NotRun("dataset", "Amazon Music→Book, Movie→Music, Movie→Book", "Table 1, Figs. 2–5",
                f"the paper's filtered Amazon pairs are not in {SHARED}; {STAND_IN}"),
         NotRun("dataset", "Douban Book→Music, Movie→Book, Movie→Music", "Table 1, Figs. 2–5",
-               f"Douban is not public under a licence privrec can fetch and not in {SHARED}"),
+               f"not in {SHARED} and not on the package index"),
         NotRun("method", "CoNet", "Table 1", "not implemented; DDTCDR stands for the cross-domain baselines"),
         NotRun("method", "DARec", "Table 1", "not implemented; DDTCDR stands for the cross-domain baselines"),
         NotRun("method", "ETL", "Table 1", "not implemented; DDTCDR stands for the cross-domain baselines"),
