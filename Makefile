@@ -10,7 +10,7 @@ LOCK   := requirements/lock.txt
 PIPTOOLS := pip-tools==7.6.2
 EXTRAS := $(shell $(PYTHON) -c "import tomllib; print(','.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']))")
 
-.PHONY: demo test test-fast test-slow bench lint lock lock-check latest clean
+.PHONY: demo test test-integration test-slow bench lint lock lock-check latest clean
 
 $(STAMP): $(LOCK) pyproject.toml Makefile
 	@$(PYTHON) requirements/check_lock.py
@@ -26,11 +26,11 @@ $(STAMP): $(LOCK) pyproject.toml Makefile
 demo: $(STAMP)
 	$(BIN)/privrec demo
 
-test: $(STAMP) lint
-	$(BIN)/python -m pytest -q
-
-test-fast: $(STAMP)          # between two edits: everything but the integration and slow tests
+test: $(STAMP) lint         # the README's test command, between two edits: unit and fast integration tests (~3 min)
 	$(BIN)/python -m pytest -q -m "not slow and not integration"
+
+test-integration: $(STAMP)  # real CLI processes, real data, Flower, every README command, every committed report
+	$(BIN)/python -m pytest -q -m integration
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

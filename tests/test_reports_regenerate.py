@@ -1,6 +1,6 @@
 """Every committed reproduction report regenerates from its committed progress with today's code
-(issue 77, item 6): ``--report-only`` into a copy of the folder gives the same tables. In the default suite
-(one data load and report per folder, 2-3 min in all; marked ``integration``, so ``make test-fast`` skips it).
+(issue 77, item 6): ``--report-only`` into a copy of the folder gives the same tables. In CI
+(one data load and report per folder, 2-3 min in all; marked ``integration``: ``make test-integration`` and CI).
 
 A change to a report's code therefore comes with its committed reports regenerated
 (``privrec reproduce ... --report-only --out results/NAME``, the command each report prints)."""
