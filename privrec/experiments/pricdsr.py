@@ -36,7 +36,7 @@ from privrec.privacy.validate import check_epsilon
 from privrec.release.crossdomain import domain_rows, noise_rows, publish_domain_rows, read_domain_rows
 from privrec.training.tasks import CrossDomainTask
 from privrec.training.trainer import TrainConfig, Trainer
-from privrec.utils.repro import config_hash, environment, seed_torch
+from privrec.utils.repro import config_hash, seed_torch
 
 # "Noise (control)": DASL on auxiliary rows of pure noise of the release's shape (the information control of
 # the positive-control gate, :mod:`privrec.experiments.gate`)
@@ -235,15 +235,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     stats = data.statistics()
     log("dataset: " + "; ".join(f"{s['domain']}: {s['users']:,} users, {s['items']:,} items, "
                                 f"{s['interactions']:,} interactions" for s in stats))
-    published = Path(str(out_dir).rstrip("/") + ".published")
-    exp = PriCDSRExperiment(cfg, data, published)
-    if workers > 1:      # no interleaved progress bars from worker processes
-        exp = PriCDSRExperiment(replace(cfg, train=replace(cfg.train, progress=False)), data, published)
-    with runner.owned_output(out_dir, "pricdsr"):
-        outcome = runner.execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
-                                 jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
-                                 describe=result_line)
-        result = R.result(cfg, data, outcome, command=command, published=f"{published.name}/",
-                          seconds=time.perf_counter() - t0, env=environment())
-        R.write(out_dir, result)
-    return result
+    return runner.reproduce_grid(cfg, lambda c, pub: PriCDSRExperiment(c, data, pub), R, out_dir, log=log,
+                                 describe=result_line, started=t0, resume=resume, add_progress=add_progress,
+                                 train_missing=train_missing, keep_capped_states=keep_capped_states,
+                                 command=command, workers=workers, threads=threads)

@@ -126,10 +126,12 @@ def certificates(cfg: PriCDSRConfig, data, runs: list[RunRecord]) -> dict[str, d
     return out
 
 
-def result(cfg: PriCDSRConfig, data, outcome: Outcome, *, command: str | None, published: str, seconds: float,
-           env: dict) -> dict:
+def result(cfg: PriCDSRConfig, exp, outcome: Outcome, *, command: str | None, seconds: float, env: dict) -> dict:
+    """The report's content from the finished runs of ``exp`` (a :class:`PriCDSRExperiment`): the runner's
+    report contract, as every other paper's."""
     from privrec.data.testbed import apply_shared, get, shared_statistics
 
+    data, published = exp.data, f"{exp.published.name}/"
     runs = outcome.records
     bed = get(cfg.testbed)
     statistics = {}
