@@ -110,3 +110,31 @@ def test_a_sixth_paper_gets_progress_resume_report_and_claims_from_the_shared_pi
 def test_the_toy_mechanism_states_its_guarantee():
     out, g = laplace_score(np.zeros(3), 2.0, np.random.default_rng(0))
     assert out.shape == (3,) and g.epsilon == 2.0 and g.delta == 0.0
+
+
+def test_a_new_mechanism_is_one_function_and_one_registry_entry(monkeypatch):
+    """Registering a sequence mechanism (its guarantee, release function and options) is all that
+    ``release.publish`` needs to publish with it; unknown kinds are refused by what the registry says."""
+    import pytest
+
+    from privrec.errors import ParameterError
+    from privrec.privacy import registry
+    from privrec.release.publish import perturb_sequences, project_ratings
+
+    def guarantee(eps, **_):
+        return Guarantee(mechanism="toy-keep", definition="epsilon-DP", epsilon=eps, delta=0.0, unit="row",
+                         parameters={"epsilon": eps})
+
+    def release(rows, eps, rng, **_):
+        return rows.copy(), guarantee(eps)
+
+    toy = registry.Mechanism("toy-keep", "toy paper", __name__, "sequences", 1.0, "publishes rows unchanged (toy)",
+                             guarantee, release=release, options=frozenset({"max_len"}))
+    monkeypatch.setitem(registry.MECHANISMS, "toy-keep", toy)
+    rows = np.array([[0, 1, 2], [3, 1, 2]])
+    out, g = perturb_sequences(rows, 3, "toy-keep", 2.0, np.random.default_rng(0))
+    assert (out == rows).all() and g.epsilon == 2.0
+    assert "toy-keep" in registry.publishing("sequences")
+    assert registry.guarantee_of("toy-keep", 3.0).epsilon == 3.0
+    with pytest.raises(ParameterError, match="does not publish rating matrices; use one of jlt, sjlt"):
+        project_ratings(np.ones((2, 3)), "toy-keep", 1.0, np.random.default_rng(0), n_prime=2)

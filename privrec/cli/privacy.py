@@ -83,7 +83,7 @@ def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: 
     check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
-        if mechanism not in ("jlt", "sjlt"):
+        if "delta" not in MECHANISMS[mechanism].options:
             raise ParameterError(f"--delta is not a parameter of {mechanism} (a pure epsilon guarantee, delta = 0); "
                                  "drop it")
     if aux is not None or domain_field is not None:
@@ -102,7 +102,7 @@ def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: 
     if kind == "sequences":
         rows, users = _sequence_rows(inter, max_len)
         alt = None
-        if mechanism == "rr":
+        if "alt_map" in MECHANISMS[mechanism].options:      # randomised response: semantic alternatives
             from privrec.data.text import item_texts
             from privrec.privacy import alternatives as A
 
@@ -167,9 +167,10 @@ def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: f
     from privrec.release.folder import check_replaceable
     from privrec.release.paths import check_output, input_files
 
-    if mechanism not in ("sdp", "jlt", "sjlt"):
-        raise ParameterError(f"--aux/--domain-field publish one domain of cross-domain data with sdp (PriCDSR) or "
-                             f"jlt/sjlt (PriCDR), not {mechanism}")
+    if "aux" not in MECHANISMS[mechanism].options:
+        able = [n for n, m in MECHANISMS.items() if "aux" in m.options]
+        raise ParameterError(f"--aux/--domain-field publish one domain of cross-domain data with one of "
+                             f"{', '.join(able)}, not {mechanism}")
     if aux is None:
         raise ParameterError("--domain-field needs --aux DOMAIN: the domain whose rows are published")
     check_output(folder, input_files(source), "-o")
@@ -177,7 +178,7 @@ def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: f
     data = load_cross_domain(source, domain_field)
     if aux not in data.names:
         raise ParameterError(f"--aux {aux!r} is not a domain of {source}; its domains are {list(data.names)}")
-    if mechanism != "sdp":
+    if MECHANISMS[mechanism].publishes == "rating-matrix":
         release, g = publish_domain_matrix(folder, data, aux, mechanism, epsilon, seed, record_seed=record_seed,
                                            source=str(source), **matrix)
         click.echo(f"wrote release {folder}/ ({', '.join(release.files)} + certificate.json): {data.n_users:,} users "
@@ -185,7 +186,7 @@ def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: f
                    f"{release.certificate['input']['interactions']:,} interactions")
         click.echo(g.summary())
         return
-    release, g = publish_domain_rows(folder, data, aux, "sdp", epsilon, max_len, seed, record_seed=record_seed,
+    release, g = publish_domain_rows(folder, data, aux, mechanism, epsilon, max_len, seed, record_seed=record_seed,
                                      fmt=fmt, source=str(source))
     click.echo(f"wrote release {folder}/ ({', '.join(release.files)} + certificate.json): "
                f"{release.certificate['input']['interactions']:,} interactions of {data.n_users:,} users")

@@ -1,63 +1,26 @@
-"""The one list of privrec's mechanisms: what each is, what it publishes, its guarantee from
-parameters alone, and its audit cases. ``privrec publish``, ``guarantee``, ``audit`` and the
-audit catalogue read this list; nothing else names mechanisms.
+"""The one list of privrec's mechanisms, each entry carrying its behaviour: what it is, what it
+publishes and the function that publishes it, its guarantee from parameters alone, its audit cases and
+the publish options it reads. ``privrec publish``, ``guarantee``, ``audit``, the audit catalogue and
+:mod:`privrec.release.publish` read this list; a new mechanism is one module plus one entry here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from privrec.errors import ParameterError
 from privrec.privacy.guarantee import Guarantee
+from privrec.privacy.validate import numerically_safe
+
+AuditCase = Callable[[float | None], dict]
+Release = Callable[..., tuple[np.ndarray, Guarantee]]
 
 
-@dataclass(frozen=True)
-class Mechanism:
-    name: str
-    paper: str
-    module: str
-    publishes: str | None          # release kind ("sequences", "rating-matrix", "user-features"), None: in training
-    default_epsilon: float
-    audits: tuple[str, ...]         # audit case names (privrec audit NAME)
-    description: str
-
-
-MECHANISMS: dict[str, Mechanism] = {m.name: m for m in (
-    Mechanism("sdp", "PriCDSR", "privrec.privacy.sdp", "sequences", 10.0, ("sdp",),
-              "replace/swap random mechanism on front-padded rows (epsilon-SDP)"),
-    Mechanism("rr", "randomised-response SR (Mu & Lim)", "privrec.privacy.rr", "sequences", 1.0, ("rr",),
-              "keep each history item or replace it by its semantic alternative (Bayesian posterior-odds bound)"),
-    Mechanism("jlt", "PriCDR", "privrec.privacy.jlt", "rating-matrix", 1.0, ("jlt",),
-              "Johnson-Lindenstrauss projection of the rating matrix with a lift (Gaussian M)"),
-    Mechanism("sjlt", "PriCDR", "privrec.privacy.jlt", "rating-matrix", 1.0, ("sjlt",),
-              "sparse-aware JLT: M = P H D with a fast Walsh-Hadamard transform"),
-    Mechanism("features", "DIPSGNN", "privrec.privacy.features", "user-features", 1.0,
-              ("features", "piecewise", "oue"),
-              "epsilon1-LDP user features: piecewise mechanism (numerical) + OUE (categorical), k of n attributes"),
-    Mechanism("graph", "DIPSGNN", "privrec.privacy.graph", None, 1.0, ("graph", "graph-sigma2-bug"),
-              "clipped rows + Gaussian noise in every aggregation step of the gated GNN"),
-    Mechanism("edgerand", "DIPSGNN (baseline)", "privrec.privacy.graph", None, 1.0, (),
-              "Gaussian noise on the adjacency counts, once"),
-    Mechanism("dpmf", "DIPSGNN (baseline [25])", "privrec.privacy.objective", None, 5.0, (),
-              "objective perturbation of MF item profiles (Hua et al.): claimed epsilon, none proven as trained"),
-    Mechanism("pfcr-paper", "PFCR", "privrec.privacy.fedcodec", None, 0.5, ("pfcr-paper",),
-              "the paper's gradient codec (quantise, randomise bucket); true epsilon ln(1 + b(e^eps + 1))"),
-    Mechanism("pfcr-calibrated", "PFCR", "privrec.privacy.fedcodec", None, 0.5, ("pfcr-calibrated",),
-              "b-ary randomised response after stochastic rounding: epsilon-LDP per upload, unbiased decoder"),
-)}
-
-PUBLISHABLE = tuple(n for n, m in MECHANISMS.items() if m.publishes)
-AUDITS = tuple(a for m in MECHANISMS.values() for a in m.audits)
-
-
-def get(name: str) -> Mechanism:
-    try:
-        return MECHANISMS[name]
-    except KeyError:
-        raise ParameterError(f"unknown mechanism {name!r}; known: {', '.join(MECHANISMS)}") from None
+def _e(x: float | None, default: float) -> float:
+    return default if x is None else x
 
 
 def _pairing(n_items: int) -> np.ndarray:
@@ -134,10 +97,125 @@ def _pfcr(mode: str) -> Callable[..., Guarantee]:
     return build
 
 
-_GUARANTEES: dict[str, Callable[..., Guarantee]] = {
-    "sdp": _sdp, "rr": _rr, "jlt": _jlt("jlt"), "sjlt": _jlt("sjlt"), "features": _features, "graph": _graph,
-    "edgerand": _edgerand, "dpmf": _dpmf, "pfcr-paper": _pfcr("paper"), "pfcr-calibrated": _pfcr("calibrated"),
-}
+# ---------------------------------------------------------------------------------------------- releases
+# release(data, epsilon, rng, **options) -> (published array, guarantee); options a mechanism does not read are
+# ignored here and refused by the CLI (Mechanism.options)
+
+def _release_sdp(rows: np.ndarray, eps: float, rng: np.random.Generator, *, n_items: int, **_):
+    """PriCDSR's random mechanism on front-padded rows (users, L) of item codes 1..n_items."""
+    from privrec.privacy import sdp
+
+    g = numerically_safe("sdp", lambda: sdp.guarantee(eps, n_items, rows.shape[1]))
+    return sdp.perturb(rows, n_items, eps, rng), g
+
+
+def _release_rr(rows: np.ndarray, eps: float, rng: np.random.Generator, *, alt_map=None, allow_invalid=False, **_):
+    """Mu & Lim's randomised response: keep each item or replace it by ``alt_map[item]``."""
+    from privrec.privacy import rr
+
+    if alt_map is None:
+        raise ParameterError("rr needs an alternative map (semantic neighbours of every item)")
+    g = rr.guarantee(eps, alt_map, sequences=rows, allow_invalid=allow_invalid)
+    return rr.perturb(rows, alt_map, eps, rng, allow_invalid=allow_invalid), g
+
+
+def _release_jlt(method: str) -> Release:
+    def release(ratings, eps: float, rng: np.random.Generator, *, delta: float, n_prime: int, calibration: str,
+                max_change: float, allow_invalid: bool = False, q: float = 0.1, **_):
+        """PriCDR Alg. 1 on a users x items rating matrix: users x n' float32."""
+        from privrec.privacy import jlt
+
+        kw = dict(delta=delta, n_prime=int(n_prime), calibration=calibration, allow_invalid=allow_invalid,
+                  max_change=max_change)
+        if method == "sjlt":
+            return numerically_safe("sjlt", lambda: jlt.publish_sjlt(ratings, eps, rng, q=q, **kw))
+        return numerically_safe("jlt", lambda: jlt.publish_jlt(ratings, eps, rng, **kw))
+    return release
+
+
+def _audits(module: str, **cases: Callable[[object, float | None], dict]) -> Mapping[str, AuditCase]:
+    """Audit case builders by name, each ``case(epsilon or None) -> dict`` (see privrec.privacy.audit)."""
+    def bind(fn):
+        def case(x: float | None) -> dict:
+            import importlib
+
+            return fn(importlib.import_module(module), x)
+        return case
+    return {name.replace("_", "-"): bind(fn) for name, fn in cases.items()}
+
+
+# ---------------------------------------------------------------------------------------------- the list
+@dataclass(frozen=True)
+class Mechanism:
+    name: str
+    paper: str
+    module: str
+    publishes: str | None          # release kind ("sequences", "rating-matrix", "user-features"), None: in training
+    default_epsilon: float
+    description: str
+    guarantee: Callable[..., Guarantee]                     # from parameters alone: privrec guarantee NAME
+    audits: Mapping[str, AuditCase] = field(default_factory=dict)   # privrec audit CASE
+    release: Release | None = None                          # publish on arrays (None: its own entry point)
+    options: frozenset[str] = frozenset()    # what it reads: publish options (delta, ...), alt_map, aux (one domain)
+
+
+MECHANISMS: dict[str, Mechanism] = {m.name: m for m in (
+    Mechanism("sdp", "PriCDSR", "privrec.privacy.sdp", "sequences", 10.0,
+              "replace/swap random mechanism on front-padded rows (epsilon-SDP)", _sdp,
+              _audits("privrec.privacy.sdp", sdp=lambda M, x: M.audit_case(_e(x, 1.0))),
+              _release_sdp, frozenset({"max_len", "aux"})),
+    Mechanism("rr", "randomised-response SR (Mu & Lim)", "privrec.privacy.rr", "sequences", 1.0,
+              "keep each history item or replace it by its semantic alternative (Bayesian posterior-odds bound)", _rr,
+              _audits("privrec.privacy.rr", rr=lambda M, x: M.audit_case(_e(x, 1.0))),
+              _release_rr, frozenset({"max_len", "alt_map", "allow_invalid"})),
+    Mechanism("jlt", "PriCDR", "privrec.privacy.jlt", "rating-matrix", 1.0,
+              "Johnson-Lindenstrauss projection of the rating matrix with a lift (Gaussian M)", _jlt("jlt"),
+              _audits("privrec.privacy.jlt", jlt=lambda M, x: M.audit_case("jlt", _e(x, 1.0))),
+              _release_jlt("jlt"),
+              frozenset({"delta", "n_prime", "calibration", "allow_invalid", "allow_large_delta", "aux"})),
+    Mechanism("sjlt", "PriCDR", "privrec.privacy.jlt", "rating-matrix", 1.0,
+              "sparse-aware JLT: M = P H D with a fast Walsh-Hadamard transform", _jlt("sjlt"),
+              _audits("privrec.privacy.jlt", sjlt=lambda M, x: M.audit_case("sjlt", _e(x, 1.0))),
+              _release_jlt("sjlt"),
+              frozenset({"delta", "n_prime", "q", "calibration", "allow_invalid", "allow_large_delta", "aux"})),
+    Mechanism("features", "DIPSGNN", "privrec.privacy.features", "user-features", 1.0,
+              "epsilon1-LDP user features: piecewise mechanism (numerical) + OUE (categorical), k of n attributes",
+              _features,
+              _audits("privrec.privacy.features", features=lambda M, x: M.audit_case(_e(x, 1.0), "features"),
+                      piecewise=lambda M, x: M.audit_case(_e(x, 1.0), "piecewise"),
+                      oue=lambda M, x: M.audit_case(_e(x, 1.0), "oue"))),
+    Mechanism("graph", "DIPSGNN", "privrec.privacy.graph", None, 1.0,
+              "clipped rows + Gaussian noise in every aggregation step of the gated GNN", _graph,
+              _audits("privrec.privacy.graph", graph=lambda M, x: M.audit_case(),
+                      graph_sigma2_bug=lambda M, x: M.audit_case(reference_bug=True))),
+    Mechanism("edgerand", "DIPSGNN (baseline)", "privrec.privacy.graph", None, 1.0,
+              "Gaussian noise on the adjacency counts, once", _edgerand),
+    Mechanism("dpmf", "DIPSGNN (baseline [25])", "privrec.privacy.objective", None, 5.0,
+              "objective perturbation of MF item profiles (Hua et al.): claimed epsilon, none proven as trained", _dpmf),
+    Mechanism("pfcr-paper", "PFCR", "privrec.privacy.fedcodec", None, 0.5,
+              "the paper's gradient codec (quantise, randomise bucket); true epsilon ln(1 + b(e^eps + 1))",
+              _pfcr("paper"),
+              _audits("privrec.privacy.fedcodec", pfcr_paper=lambda M, x: M.audit_case("paper", _e(x, 0.5)))),
+    Mechanism("pfcr-calibrated", "PFCR", "privrec.privacy.fedcodec", None, 0.5,
+              "b-ary randomised response after stochastic rounding: epsilon-LDP per upload, unbiased decoder",
+              _pfcr("calibrated"),
+              _audits("privrec.privacy.fedcodec", pfcr_calibrated=lambda M, x: M.audit_case("calibrated", _e(x, 0.5)))),
+)}
+
+PUBLISHABLE = tuple(n for n, m in MECHANISMS.items() if m.publishes)
+AUDITS = tuple(a for m in MECHANISMS.values() for a in m.audits)
+
+
+def get(name: str) -> Mechanism:
+    try:
+        return MECHANISMS[name]
+    except KeyError:
+        raise ParameterError(f"unknown mechanism {name!r}; known: {', '.join(MECHANISMS)}") from None
+
+
+def publishing(kind: str) -> list[str]:
+    """The mechanisms that publish ``kind`` through a release function."""
+    return [n for n, m in MECHANISMS.items() if m.publishes == kind and m.release is not None]
 
 
 def guarantee_of(name: str, epsilon: float | None = None, *, delta: float = 1e-5, n_items: int = 3706,
@@ -149,28 +227,11 @@ def guarantee_of(name: str, epsilon: float | None = None, *, delta: float = 1e-5
     mechanism reads the parameters it has; defaults describe ML-1M)."""
     mech = get(name)
     eps = mech.default_epsilon if epsilon is None else epsilon
-    return _GUARANTEES[name](eps=eps, delta=delta, n_items=n_items, n_users=n_users, max_len=max_len,
+    return mech.guarantee(eps=eps, delta=delta, n_items=n_items, n_users=n_users, max_len=max_len,
                              n_prime=n_prime, q=q, calibration=calibration, buckets=buckets, coords=coords,
                              rounds=rounds, sigma=sigma, clip=clip, steps=steps, passes=passes, unit=unit)
 
 
-def audit_cases() -> dict[str, Callable[[float | None], dict]]:
+def audit_cases() -> dict[str, AuditCase]:
     """Audit case builders by name: ``case(epsilon or None) -> dict`` (see privrec.privacy.audit)."""
-    from privrec.privacy import features, fedcodec, graph, jlt, rr, sdp
-
-    def e(x: float | None, default: float) -> float:
-        return default if x is None else x
-
-    return {
-        "sdp": lambda x: sdp.audit_case(e(x, 1.0)),
-        "rr": lambda x: rr.audit_case(e(x, 1.0)),
-        "jlt": lambda x: jlt.audit_case("jlt", e(x, 1.0)),
-        "sjlt": lambda x: jlt.audit_case("sjlt", e(x, 1.0)),
-        "features": lambda x: features.audit_case(e(x, 1.0), "features"),
-        "piecewise": lambda x: features.audit_case(e(x, 1.0), "piecewise"),
-        "oue": lambda x: features.audit_case(e(x, 1.0), "oue"),
-        "graph": lambda x: graph.audit_case(),
-        "graph-sigma2-bug": lambda x: graph.audit_case(reference_bug=True),
-        "pfcr-paper": lambda x: fedcodec.audit_case("paper", e(x, 0.5)),
-        "pfcr-calibrated": lambda x: fedcodec.audit_case("calibrated", e(x, 0.5)),
-    }
+    return {name: case for m in MECHANISMS.values() for name, case in m.audits.items()}

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import warnings
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
 from privrec.errors import ParameterError
+
+T = TypeVar("T")
 
 
 def check_positive_number(value, name: str, hint: str | None = None) -> float:
@@ -100,3 +106,35 @@ def check_id_matrix(ids: np.ndarray, n_items: int, name: str = "sequences", uniq
             raise ParameterError(f"{name} row {row} repeats item id {item}; each non-zero id may occur once per row "
                                  "(keep each user's first interaction with an item)")
     return arr
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def numerically_safe(what: str, fn: Callable[[], T]) -> T:
+    """Run ``fn`` with floating-point warnings turned into a refusal naming ``what``: NumPy's
+    overflow/invalid/divide, Python RuntimeWarnings, and dp-accounting's warnings (logged through
+    absl, e.g. "Negative Renyi divergence ... Returning an epsilon of zero")."""
+    collect = _Collect()
+    absl = logging.getLogger("absl")
+    absl.addHandler(collect)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            with np.errstate(over="raise", invalid="raise", divide="raise"):
+                out = fn()
+    except (FloatingPointError, RuntimeWarning, OverflowError) as exc:
+        raise ParameterError(f"{what}: the computation for these settings is numerically unreliable ({exc}); "
+                             "choose a less extreme epsilon or delta") from None
+    finally:
+        absl.removeHandler(collect)
+    if collect.messages:
+        raise ParameterError(f"{what}: the privacy accounting for these settings is numerically unreliable "
+                             f"({collect.messages[0][:160]}); choose a less extreme epsilon or delta")
+    return out

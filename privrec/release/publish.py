@@ -13,51 +13,14 @@ job). On top of each mechanism's own validation they refuse
 
 from __future__ import annotations
 
-import logging
 import math
-import warnings
-from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 
 from privrec.errors import ParameterError
 from privrec.privacy.guarantee import Guarantee
-from privrec.privacy.validate import check_delta, check_epsilon
-
-T = TypeVar("T")
-
-
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-def numerically_safe(what: str, fn: Callable[[], T]) -> T:
-    """Run ``fn`` with floating-point warnings turned into a refusal naming ``what``: NumPy's
-    overflow/invalid/divide, Python RuntimeWarnings, and dp-accounting's warnings (logged through
-    absl, e.g. "Negative Renyi divergence ... Returning an epsilon of zero")."""
-    collect = _Collect()
-    absl = logging.getLogger("absl")
-    absl.addHandler(collect)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", RuntimeWarning)
-            with np.errstate(over="raise", invalid="raise", divide="raise"):
-                out = fn()
-    except (FloatingPointError, RuntimeWarning, OverflowError) as exc:
-        raise ParameterError(f"{what}: the computation for these settings is numerically unreliable ({exc}); "
-                             "choose a less extreme epsilon or delta") from None
-    finally:
-        absl.removeHandler(collect)
-    if collect.messages:
-        raise ParameterError(f"{what}: the privacy accounting for these settings is numerically unreliable "
-                             f"({collect.messages[0][:160]}); choose a less extreme epsilon or delta")
-    return out
+from privrec.privacy.registry import get, publishing
+from privrec.privacy.validate import check_delta, check_epsilon, numerically_safe  # noqa: F401 (re-exported)
 
 
 def check_guarantee(g: Guarantee, allow_invalid: bool = False, population: int | None = None,
@@ -85,22 +48,13 @@ def check_finite_output(out: np.ndarray, what: str) -> np.ndarray:
 
 def perturb_sequences(rows: np.ndarray, n_items: int, mechanism: str, epsilon: float, rng: np.random.Generator, *,
                       alt_map=None, allow_invalid: bool = False) -> tuple[np.ndarray, Guarantee]:
-    """SDP (PriCDSR) or randomised response (Mu & Lim) on front-padded rows (users, L) of item codes."""
+    """A sequence mechanism of the registry (SDP: PriCDSR; randomised response: Mu & Lim) on front-padded
+    rows (users, L) of item codes."""
     eps = check_epsilon(epsilon)
-    if mechanism == "sdp":
-        from privrec.privacy import sdp
-
-        g = numerically_safe("sdp", lambda: sdp.guarantee(eps, n_items, rows.shape[1]))
-        out = sdp.perturb(rows, n_items, eps, rng)
-    elif mechanism == "rr":
-        from privrec.privacy import rr
-
-        if alt_map is None:
-            raise ParameterError("rr needs an alternative map (semantic neighbours of every item)")
-        g = rr.guarantee(eps, alt_map, sequences=rows, allow_invalid=allow_invalid)
-        out = rr.perturb(rows, alt_map, eps, rng, allow_invalid=allow_invalid)
-    else:
-        raise ParameterError(f"{mechanism!r} does not publish sequences; use sdp or rr")
+    mech = get(mechanism)
+    if mechanism not in publishing("sequences"):
+        raise ParameterError(f"{mechanism!r} does not publish sequences; use one of {', '.join(publishing('sequences'))}")
+    out, g = mech.release(rows, eps, rng, n_items=n_items, alt_map=alt_map, allow_invalid=allow_invalid)
     return out, check_guarantee(g, allow_invalid)
 
 
@@ -113,7 +67,6 @@ def project_ratings(ratings, mechanism: str, epsilon: float, rng: np.random.Gene
                     n_prime: int = 500, q: float = 0.1, calibration: str = "paper", max_change: float = 1.0,
                     allow_invalid: bool = False, allow_large_delta: bool = False) -> tuple[np.ndarray, Guarantee]:
     """JLT or SJLT (PriCDR Alg. 1) of a users x items rating matrix: users x n' float32."""
-    from privrec.privacy import jlt
 
     eps = check_epsilon(epsilon)
     n_users, n_items = ratings.shape
@@ -130,14 +83,11 @@ def project_ratings(ratings, mechanism: str, epsilon: float, rng: np.random.Gene
         warnings.warn(f"n' = {n_prime} exceeds the {n_items} items: the release is wider than the matrix (no "
                       "reduction, more noise columns); the guarantee still holds as stated. Use n' <= items to "
                       "compress.", stacklevel=2)
-    kw = dict(delta=dlt, n_prime=int(n_prime), calibration=calibration, allow_invalid=allow_invalid,
-              max_change=max_change)
-    if mechanism == "jlt":
-        out, g = numerically_safe("jlt", lambda: jlt.publish_jlt(ratings, eps, rng, **kw))
-    elif mechanism == "sjlt":
-        out, g = numerically_safe("sjlt", lambda: jlt.publish_sjlt(ratings, eps, rng, q=q, **kw))
-    else:
-        raise ParameterError(f"{mechanism!r} does not publish rating matrices; use jlt or sjlt")
+    if mechanism not in publishing("rating-matrix"):
+        raise ParameterError(f"{mechanism!r} does not publish rating matrices; use one of "
+                             f"{', '.join(publishing('rating-matrix'))}")
+    out, g = get(mechanism).release(ratings, eps, rng, delta=dlt, n_prime=int(n_prime), q=q, calibration=calibration,
+                                    allow_invalid=allow_invalid, max_change=max_change)
     check_guarantee(g, allow_invalid, population=n_users, allow_large_delta=allow_large_delta)
     return check_finite_output(out, mechanism), g
 
