@@ -401,3 +401,24 @@ def test_a_private_run_reuses_its_release_and_needs_a_place_for_it(tiny_inter_fi
     assert raw["runs"][0]["test"] != a["runs"][0]["test"] and "privacy" not in raw
     with pytest.raises(Exception, match="alternatives must be one of"):
         replace(cfg, alternatives="closest")
+
+
+def test_top_level_help_lines_match_each_commands_own_and_load_no_torch():
+    """``privrec --help`` and a mistyped command answer without importing any subcommand (torch, pandas, ...);
+    the help lines kept for them in LAZY_COMMANDS say what each command's own docstring says."""
+    import subprocess
+    import sys
+
+    import click
+    from click.utils import make_default_short_help
+
+    from privrec.cli import LAZY_COMMANDS, cli
+
+    ctx = click.Context(cli)
+    for name, (_, text) in LAZY_COMMANDS.items():
+        for limit in (45, 65, 85, 300):
+            assert make_default_short_help(text, limit) == cli.get_command(ctx, name).get_short_help_str(limit), name
+    code = ("import sys; from privrec.cli import main; rc = main(['--help']); "
+            "print(sorted(m for m in ('torch', 'pandas', 'privrec.models', 'dp_accounting') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"

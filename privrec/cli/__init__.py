@@ -9,8 +9,71 @@ import click
 from privrec import __version__
 from privrec.errors import PrivrecError
 
+# Subcommands are imported when invoked, not when ``privrec --help`` or a typo is answered: their modules pull in
+# torch, dp-accounting and pandas (seconds). The one place CLI imports are deferred; the help lines are kept here
+# and checked against each command's own (tests/test_pipeline_cli.py).
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {    # name -> ("module:attribute", its help's first paragraph)
+    "audit": ("privrec.cli.privacy:audit",
+        'Empirical lower bound on ε from samples on two neighbouring inputs (Clopper–Pearson, '
+        '95%).'),
+    "datasets": ("privrec.cli.datasets:datasets",
+        'List, fetch and describe datasets.'),
+    "demo": ("privrec.cli.demo:demo",
+        'Fetch ML-1M, publish the auxiliary domain under SDP, train DASL-single / DASL / '
+        'PriCDSR-DASL briefly, print the tables and write a report folder (quick, < 10 min).'),
+    "evaluate": ("privrec.cli.models:evaluate",
+        "Re-evaluate a saved model on its dataset's split (e.g. with sampled ranking). A model "
+        'whose inference draws noise (DIPSGNN) charges its privacy ledger: the checkpoint is '
+        'rewritten with the raised certificate.'),
+    "guarantee": ("privrec.cli.privacy:guarantee",
+        "What a parameter setting gives, without touching data (true value next to the paper's "
+        "claim); or, with --checkpoint, what a trained model's noisy passes have cost so far (its "
+        'privacy ledger).'),
+    "publish": ("privrec.cli.privacy:publish",
+        'Publish SOURCE (a dataset name such as ml-1m, or an .inter/.csv/.parquet file) through '
+        'MECHANISM into the release folder OUTPUT (data + certificate.json).'),
+    "recommend": ("privrec.cli.models:recommend",
+        'Top-K raw item ids for each --user from a trained CHECKPOINT. A model whose inference '
+        'draws noise (DIPSGNN) charges its privacy ledger: the checkpoint is rewritten with the '
+        'raised certificate.'),
+    "reproduce": ("privrec.cli.reproduce:reproduce",
+        "Reproduce a paper's tables on real data (reports: JSON, Markdown, plots)."),
+    "results": ("privrec.cli.results:results",
+        'Work with result reports (results.json).'),
+    "train": ("privrec.cli.models:train",
+        'Train MODEL with early stopping on validation (or a fixed budget: --patience none); test '
+        'once; write a report and checkpoints.'),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands load on first use (click's documented lazy-loading pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS and name not in self.commands:
+            import importlib
+
+            module, attr = LAZY_COMMANDS[name][0].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from click.utils import make_default_short_help
+
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)     # as click.Group does
+        rows = [(name, make_default_short_help(LAZY_COMMANDS[name][1], limit)
+                 if name in LAZY_COMMANDS and name not in self.commands
+                 else self.commands[name].get_short_help_str(limit)) for name in names]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="privrec")
 @click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
 @click.pass_context
@@ -20,22 +83,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-def _register() -> None:
-    from privrec.cli import datasets, demo, models, privacy, reproduce, results
-
-    cli.add_command(datasets.datasets)
-    cli.add_command(models.train)
-    cli.add_command(models.evaluate)
-    cli.add_command(models.recommend)
-    cli.add_command(demo.demo)
-    cli.add_command(reproduce.reproduce)
-    cli.add_command(privacy.publish)
-    cli.add_command(privacy.guarantee)
-    cli.add_command(privacy.audit)
-    cli.add_command(results.results)
-
-
-_register()
 
 
 def _process_setup() -> dict:
@@ -85,7 +132,7 @@ def _os_error(exc: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from privrec.cli.options import INVOCATION
+    from privrec.cli.invocation import INVOCATION
 
     INVOCATION[:] = argv                          # what reports and records name as the command that made them
     debug = "--debug" in argv

@@ -7,11 +7,10 @@ import math
 
 import click
 
+from privrec.cli.invocation import INVOCATION
 from privrec.data.testbed import TESTBEDS
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
-
-INVOCATION: list[str] = []          # the arguments ``privrec.cli.main`` was called with (set there)
 
 
 def command_line() -> str | None:
