@@ -90,3 +90,25 @@ def test_item_texts_read_titles_years_and_genres(tmp_path):
     assert item_texts(bare) == ["1", "2", "3"]
     with pytest.raises(DataFormatError, match="title"):
         item_texts(bare, require_title=True)
+
+
+def test_amazon_review_columns_are_recognised(tmp_path):
+    """Amazon's own spellings, 2014-18 (reviewerID, asin, overall, unixReviewTime) and 2023 (user_id, parent_asin
+    over asin, rating, timestamp in ms), read without renaming; other columns are ignored."""
+    import pandas as pd
+
+    from privrec.data.tables import load_file
+
+    old = pd.DataFrame({"reviewerID": ["A1", "A1", "B2"], "asin": ["x", "y", "x"], "overall": [5.0, 3.0, 4.0],
+                        "unixReviewTime": [1400000000, 1400000100, 1400000050], "reviewTime": ["05 13, 2014"] * 3,
+                        "reviewText": ["good", "ok", "fine"]})
+    old.to_csv(tmp_path / "amazon2014.csv", index=False)
+    inter = load_file(tmp_path / "amazon2014.csv")
+    assert (len(inter), inter.n_users, inter.n_items) == (3, 2, 2)
+    assert sorted(inter.rating.tolist()) == [3.0, 4.0, 5.0]
+
+    new = pd.DataFrame({"user_id": ["u1", "u2"], "asin": ["v1", "v2"], "parent_asin": ["p", "p"], "rating": [5.0, 1.0],
+                        "timestamp": [1588687728923, 1588687729923]})
+    new.to_parquet(tmp_path / "amazon2023.parquet")
+    inter = load_file(tmp_path / "amazon2023.parquet")
+    assert inter.n_items == 1 and inter.n_users == 2        # parent_asin: both variants are one product

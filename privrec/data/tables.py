@@ -20,12 +20,14 @@ from privrec.errors import DataFormatError, DatasetError
 from privrec.utils.io import atomic_path
 
 ATOMIC_SUFFIXES = (".inter", ".user", ".item")
-# accepted spellings of the four roles in CSV/Parquet headers
+# accepted spellings of the four roles in CSV/Parquet headers (case-insensitive; the first present wins), MovieLens'
+# and Amazon's included: 2014-18 reviews (reviewerID, asin, overall, unixReviewTime) and 2023's (user_id,
+# parent_asin — the product whose variants share reviews, the item id McAuley et al. recommend — rating, timestamp)
 ALIASES = {
-    "user_id": ("user_id", "userid", "user", "uid", "userId"),
-    "item_id": ("item_id", "itemid", "item", "iid", "movieId", "movie_id", "itemId"),
-    "rating": ("rating", "ratings", "score"),
-    "timestamp": ("timestamp", "time", "ts", "datetime", "date"),
+    "user_id": ("user_id", "userid", "user", "uid", "userId", "reviewerID"),
+    "item_id": ("item_id", "itemid", "item", "iid", "movieId", "movie_id", "itemId", "parent_asin", "asin"),
+    "rating": ("rating", "ratings", "score", "overall"),
+    "timestamp": ("timestamp", "time", "ts", "datetime", "date", "unixReviewTime", "unix_review_time"),
 }
 
 
