@@ -134,6 +134,11 @@ class TrainedModel:
     def recommend(self, user_ids, k: int = 10, exclude_seen: bool = True) -> dict[str, list[str]]:
         """Top-``k`` raw item ids for each raw user id (unknown ids raise a clear error). A model whose inference
         draws noise (DIPSGNN) charges its ledger: :meth:`save` writes that back to the checkpoint."""
+        return {u: [item for item, _ in ranked] for u, ranked in self.recommend_scored(user_ids, k, exclude_seen).items()}
+
+    def recommend_scored(self, user_ids, k: int = 10, exclude_seen: bool = True) -> dict[str, list[tuple[str, float]]]:
+        """:meth:`recommend` with each item's score (the model's raw score: higher ranks first; its scale is the
+        model's own, comparable within one user's list)."""
         if k < 1:
             raise ParameterError(f"k must be >= 1, got {k}")
         if isinstance(user_ids, (str, int)):
@@ -153,6 +158,7 @@ class TrainedModel:
         top = torch.topk(scores, k, dim=1)
         out = {}
         for row, user in enumerate(raw):
-            idx = top.indices[row][torch.isfinite(top.values[row])].numpy()
-            out[user] = [str(t) for t in self.items.decode(idx)]
+            keep = torch.isfinite(top.values[row])
+            idx, val = top.indices[row][keep].numpy(), top.values[row][keep].detach().numpy()
+            out[user] = [(str(t), float(v)) for t, v in zip(self.items.decode(idx), val)]
         return out

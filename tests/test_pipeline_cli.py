@@ -174,6 +174,10 @@ def test_cli_train_recommend_evaluate(tiny_inter_file, tmp_path, capsys):
     assert not (tmp_path / "cli-run.progress.jsonl").exists()   # so is the per-seed record
     assert main(["recommend", str(out / "gru4rec-seed0.pt"), "--user", "u3", "-k", "3"]) == 0
     assert "1." in capsys.readouterr().out
+    assert main(["recommend", str(out / "gru4rec-seed0.pt"), "--user", "u3", "-k", "3", "--json"]) == 0
+    ranked = json.loads(capsys.readouterr().out)["u3"]
+    assert len(ranked) == 3 and all(isinstance(r["item"], str) for r in ranked)
+    assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
     assert main(["evaluate", str(out / "gru4rec-seed0.pt"), "--eval-mode", "sampled", "--negatives", "5"]) == 0
     assert "sampled ranking (5 popularity negatives)" in capsys.readouterr().out
     # unknown user: one clear line, non-zero exit

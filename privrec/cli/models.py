@@ -353,7 +353,9 @@ def evaluate(checkpoint, stage, eval_mode, negatives, sampler, mask_history, ks,
 @click.option("-k", "--k", type=int, default=10, show_default=True)
 @click.option("--include-seen", is_flag=True, help="Allow items the user already interacted with.")
 @click.option("--budget", type=float, default=None, help=BUDGET_HELP)
-def recommend(checkpoint, users, k, include_seen, budget) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help='Print JSON: {"USER": [{"item": ID, "score": S}, ...]} (scores are the model\'s raw scores).')
+def recommend(checkpoint, users, k, include_seen, budget, as_json) -> None:
     """Top-K raw item ids for each --user from a trained CHECKPOINT. A model whose inference draws noise
     (DIPSGNN) charges its privacy ledger: the checkpoint is rewritten with the raised certificate."""
     from privrec.inference import TrainedModel
@@ -361,11 +363,16 @@ def recommend(checkpoint, users, k, include_seen, budget) -> None:
     trained = TrainedModel.load(checkpoint)
     before = trained.guarantee()
     trained.check_budget(budget, trained.user_rows(list(users)))
-    recs = trained.recommend(list(users), k=k, exclude_seen=not include_seen)
-    for user, items in recs.items():
-        click.echo(f"{user}:")
-        for rank, item in enumerate(items, 1):
-            click.echo(f"  {rank:2d}. {item}")
+    recs = trained.recommend_scored(list(users), k=k, exclude_seen=not include_seen)
+    if as_json:
+        import json
+
+        click.echo(json.dumps({u: [{"item": i, "score": v} for i, v in ranked] for u, ranked in recs.items()}))
+    else:
+        for user, ranked in recs.items():
+            click.echo(f"{user}:")
+            for rank, (item, score) in enumerate(ranked, 1):
+                click.echo(f"  {rank:2d}. {item}  ({score:.4g})")
     _charge(trained, checkpoint, before)
 
 
