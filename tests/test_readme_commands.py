@@ -29,6 +29,9 @@ VARIANTS: dict[str, str] = {
     "privrec datasets info ml-1m": "datasets info ml-1m",
     "privrec datasets testbed cold3": "datasets testbed cold3 --no-probe",
     "privrec train sasrec --dataset ml-1m --seeds 0,1,2": "train sasrec --dataset ml-100k --seeds 0 --epochs 1",
+    "privrec train --config run.toml --seeds 0": "train --config run.toml --seeds 0 --out runs/from-config",
+    "privrec rerun runs/sasrec-ml-1m/results.json --out runs/again":
+        "rerun runs/sasrec-ml-100k/results.json --out runs/again",
     "privrec results merge runs/a/results.json runs/b/results.json --out runs/merged":
         "results merge runs/sasrec-ml-100k/results.json runs/sasrec-ml-100k-s1/results.json --out runs/merged",
     "privrec results merge runs/c.progress.jsonl runs/a/results.json --out runs/merged":
@@ -106,6 +109,7 @@ def _progress_of_seed_1() -> None:
 TRAIN_SASREC = "privrec train sasrec --dataset ml-1m --seeds 0,1,2"
 MERGE = "privrec results merge runs/a/results.json runs/b/results.json --out runs/merged"
 NEEDS = {   # README line -> the README lines whose outputs it reads (run first when it runs alone, e.g. with -k)
+    "privrec rerun runs/sasrec-ml-1m/results.json --out runs/again": (TRAIN_SASREC,),
     MERGE: (TRAIN_SASREC,),
     "privrec results merge runs/c.progress.jsonl runs/a/results.json --out runs/merged": (MERGE,),
     "privrec evaluate runs/sasrec-ml-1m/sasrec-seed0.pt --eval-mode sampled": (TRAIN_SASREC,),
@@ -118,7 +122,12 @@ NEEDS = {   # README line -> the README lines whose outputs it reads (run first 
         ("privrec publish jlt ml-1m --aux action -o out/action-jlt --epsilon 1 --n-prime 500",),
 }
 
+def _config_file() -> None:
+    Path("run.toml").write_text('model = "sasrec"\ndataset = "ml-100k"\nepochs = 1\n', encoding="utf-8")
+
+
 EXTRA_SETUP = {   # run before the variant of the key: a command, or a function (a second seed for `results merge`)
+    "privrec train --config run.toml --seeds 0": _config_file,
     "privrec results merge runs/a/results.json runs/b/results.json --out runs/merged":
         "train sasrec --dataset ml-100k --seeds 1 --epochs 1 --out runs/sasrec-ml-100k-s1",
     "privrec results merge runs/c.progress.jsonl runs/a/results.json --out runs/merged": _progress_of_seed_1,
@@ -208,9 +217,14 @@ def _run(variant: str) -> None:
     import time
 
     from privrec.cli import cli
+    from privrec.cli.invocation import INVOCATION
 
     argv, t0 = shlex.split(variant), time.perf_counter()
-    res = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    INVOCATION[:] = argv                      # as privrec.cli.main does: reports record the command (rerun reads it)
+    try:
+        res = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    finally:
+        INVOCATION.clear()
     assert res.exit_code == 0, f"privrec {variant}\n{res.output}"
     print(f"{time.perf_counter() - t0:6.1f} s  privrec {variant}")
     for flag in ("-o", "--out", "--output"):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from privrec.cli.config import config_option
 from privrec.cli.options import (
     command_line,
     eval_config,
@@ -124,6 +125,7 @@ BUDGET_HELP = ("For a model whose inference draws noise (DIPSGNN): refuse, runni
 @click.option("--source", type=click.Path(file_okay=False), default=None,
               help="heterocdr: the source domain's published rating matrix, a release folder written by "
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
+@config_option
 def train(model, dataset, protocol, split, max_len, time_precision, window, stride, epochs, batch_size, lr, warmup_steps,
           precision, patience,
           grad_clip, select_metric,

@@ -23,7 +23,8 @@ def command_line() -> str | None:
 
     if INVOCATION:
         return shlex.join(["privrec", *INVOCATION])
-    if sys.argv and Path(sys.argv[0]).name in ("privrec", "__main__.py"):
+    entry = Path(sys.argv[0]) if sys.argv else Path()
+    if entry.name == "privrec" or (entry.name == "__main__.py" and entry.parent.name == "privrec"):
         return shlex.join(["privrec", *sys.argv[1:]])
     ctx = click.get_current_context(silent=True)
     return ctx.command_path if ctx else None
@@ -43,7 +44,9 @@ def grid_options(f):
                      help="Train this many runs at once in worker processes (~1.5 GB memory each on ML-1M); "
                           "the numbers are those of a one-process run.")(f)
     f = click.option("--threads", type=int, default=None, help="torch CPU threads per training (default 1).")(f)
-    return f
+    from privrec.cli.config import config_option
+
+    return config_option(f)
 
 
 def testbed_options(name: str):
