@@ -385,3 +385,25 @@ def test_remaining_cost_scales_by_each_runs_relative_work():
     assert DIPSGNNExperiment.work_of({"steps": 1}) == 1.0
     assert DIPSGNNExperiment.work_of({"steps": 5}) == 4.0
     assert DIPSGNNExperiment.work_of({"steps": None}) == 1.0
+
+
+class Timed(Toy):
+    def train(self, spec, state, log):
+        rec = super().train(spec, state, log)
+        rec.fit["seconds"] = 600.0 if spec.labels["model"] == "a" else 60.0
+        return rec
+
+
+def test_each_run_says_which_of_how_many_and_what_is_left():
+    """Before each run: 'run k of N: KEY', and once a run of each method finished, the time the rest should take
+    (priced as remaining_cost prices them)."""
+    import tempfile
+
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory() as d:
+        execute(Timed({"a": 1, "b": 1}), Path(d) / "out", log=lines.append)
+    steps = [x for x in lines if x.startswith("run ")]
+    assert [x.split(":")[0] for x in steps] == ["run 1 of 4", "run 2 of 4", "run 3 of 4", "run 4 of 4"]
+    assert "no finished run to price them yet" in steps[0]
+    assert steps[1].startswith("run 2 of 4: a|1; about 30 min left (3 runs")     # a|1, b|0, b|1 at a's 10 min
+    assert steps[3].endswith("about 1 min left (1 runs, priced from the finished ones)")   # b's own 1 min

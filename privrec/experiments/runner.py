@@ -246,9 +246,14 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
                        for s in pending}
             failed: BaseException | None = None
             try:
-                for future in as_completed(futures):      # a failed run does not discard the others
+                for n_done, future in enumerate(as_completed(futures), 1):   # a failed run does not discard the others
                     try:
                         done(future.result())
+                        left = [s for s in pending if s.key not in finished]
+                        if left:
+                            log(f"{n_done} of {len(pending)} runs done; " + eta_text(
+                                remaining_cost(left, list(finished.values()), cap, getattr(exp, "work_of", None)),
+                                min(jobs, len(left))))
                     except Exception as exc:
                         log(f"{futures[future].key}: failed: {exc}")
                         failed = failed or exc
@@ -258,7 +263,8 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
             if failed is not None:
                 raise failed
     else:
-        for spec in pending:
+        for i, spec in enumerate(pending):
+            log(progress_line(i, pending, list(finished.values()), cap, getattr(exp, "work_of", None)))
             done(exp.train(spec, state_of[spec.key], log))
     for record in record_certificates(exp, specs, finished, log):
         append_progress(progress, fp[record.key], record)
@@ -277,6 +283,25 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
     other = [r.key for r in records if r.environment.get("lock_sha256") not in (None, mine)]
     return Outcome(records, missing, progress, other, remaining_cost([by_key[k] for k in missing], records, cap,
                                                                  getattr(exp, "work_of", None)))
+
+
+def eta_text(cost: dict, parallel: int = 1) -> str:
+    """'about 2.3 h left (7 runs, priced from the finished ones)' from :func:`remaining_cost`."""
+    if not cost:
+        return "nothing left"
+    if cost.get("seconds") is None:
+        return f"{cost['runs']} runs left (no finished run to price them yet)"
+    seconds = cost["seconds"] / max(parallel, 1)
+    when = f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{max(seconds / 60, 1):.0f} min"
+    unpriced = f"; {cost['unpriced']} priced at the mean of all methods" if cost.get("unpriced") else ""
+    return f"about {when} left ({cost['runs']} runs, priced from the finished ones{unpriced})"
+
+
+def progress_line(i: int, pending: Sequence[RunSpec], finished: Sequence[RunRecord], cap: dict,
+                  work: Callable[[dict], float] | None = None) -> str:
+    """'run 3 of 12: KEY; about 2.3 h left (...)' before the ``i``-th (0-based) pending run trains."""
+    return (f"run {i + 1} of {len(pending)}: {pending[i].key}; "
+            + eta_text(remaining_cost(pending[i:], finished, cap, work)))
 
 
 def fit_and_test(model, task, train_cfg, sampled, full, seed: int, state: Path | None, tag: str,
