@@ -172,6 +172,8 @@ def test_cli_train_recommend_evaluate(tiny_inter_file, tmp_path, capsys):
     assert (out / "results.md").is_file()
     assert not (tmp_path / "cli-run.state").exists()   # resume state is dropped once results are written
     assert not (tmp_path / "cli-run.progress.jsonl").exists()   # so is the per-seed record
+    logged = (tmp_path / "cli-run.log").read_text(encoding="utf-8")     # the run's log file beside its report
+    assert "start: privrec train gru4rec" in logged and "epoch   2" in logged and "best epoch 2" in logged
     assert main(["recommend", str(out / "gru4rec-seed0.pt"), "--user", "u3", "-k", "3"]) == 0
     assert "1." in capsys.readouterr().out
     assert main(["recommend", str(out / "gru4rec-seed0.pt"), "--user", "u3", "-k", "3", "--json"]) == 0

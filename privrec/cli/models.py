@@ -207,14 +207,16 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
     check_output_name(out_dir)
     check_output(out_dir, input_files(dataset), "--out")   # never into an input or the dataset cache
     TO.check_before_training(out_dir)                # before hours of training, not after: never delete user files
-    log = lambda msg: click.echo(msg, err=True)
+    from privrec.utils.logs import echo as log
+    from privrec.utils.logs import run_log
+
     state_dir = TO.state_dir(out_dir)                # per-epoch training state: a killed run resumes
     env = environment()
     command = command_line()
     # each seed's result as soon as it is tested: a durable record while later seeds still train
     record = lambda run: TO.record(out_dir, {"config": cfg.to_dict(), "run": run, "environment": env,
                                              "command": command})
-    with TO.seed_locks(out_dir, cfg.seeds):
+    with TO.seed_locks(out_dir, cfg.seeds), run_log(out_dir, command):
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = temporary_dir(out_dir)
         try:
@@ -262,8 +264,11 @@ def _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup
                                            grad_clip=grad_clip, select_metric=select_metric, progress=not quiet))
     out_dir = Path(out or f"runs/{model}-{target}")
     check_replaceable(out_dir, "train")              # before training, not after: never delete user files
-    log = lambda msg: click.echo(msg, err=True)
-    res = P.train_target(model, target, source, cfg, parse_seeds(seeds), log=log)
+    from privrec.utils.logs import echo as log
+    from privrec.utils.logs import run_log
+
+    with run_log(out_dir, command_line()):
+        res = P.train_target(model, target, source, cfg, parse_seeds(seeds), log=log)
     cols = ("hr@10", "ndcg@10", "mrr@10")
     rows = [[p] + [pm(res["test"][p].get(c)) for c in cols] for p in ("sampled", "full")]
     md = (f"# {model} on ML-1M {target}" + (f" with the published source {source}" if source else "") + "\n\n"

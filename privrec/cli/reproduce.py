@@ -40,9 +40,12 @@ def _launch(reproduce_fn, cfg, name: str, quick: bool, out: str, epochs: int | N
         cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
     log(f"{name} reproduction ({'quick' if quick else 'full'}): seeds {list(cfg.seeds)}, {cfg.train.epochs} epochs "
         f"max, report in {out}")
-    return cfg, reproduce_fn(cfg, out, log=log, resume=resume, add_progress=add_progress,
-                             train_missing=not report_only, keep_capped_states=not quick, command=command_line(),
-                             workers=jobs, threads=threads or 1)
+    from privrec.utils.logs import run_log
+
+    with run_log(out, command_line()):
+        return cfg, reproduce_fn(cfg, out, log=log, resume=resume, add_progress=add_progress,
+                                 train_missing=not report_only, keep_capped_states=not quick,
+                                 command=command_line(), workers=jobs, threads=threads or 1)
 
 
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
@@ -58,7 +61,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 
     # DASL's ops are small: one thread avoids OpenMP spin-waits that stall badly on a busy machine
     torch.set_num_threads(threads or 1)
-    log = lambda msg: click.echo(msg, err=True)
+    from privrec.utils.logs import echo as log
     cfg = P.PriCDSRConfig(**P.QUICK) if quick else P.PriCDSRConfig()
     data = None
     if sources and (list(sources) != ["ml-1m"] or domain_field):
@@ -89,9 +92,12 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
     log(f"PriCDSR reproduction ({'quick' if quick else 'full'}, testbed {cfg.testbed}): seeds {list(cfg.seeds)}, "
         f"{cfg.train.epochs} epochs max, report in {out}")
     command = command_line()
-    result = P.reproduce(cfg, out, log=log, data=data, resume=resume, add_progress=add_progress,
-                         train_missing=not report_only, keep_capped_states=not quick, command=command,
-                         workers=jobs, threads=threads or 1)
+    from privrec.utils.logs import run_log
+
+    with run_log(out, command):
+        result = P.reproduce(cfg, out, log=log, data=data, resume=resume, add_progress=add_progress,
+                             train_missing=not report_only, keep_capped_states=not quick, command=command,
+                             workers=jobs, threads=threads or 1)
     rows = [[f"{s['target']} ← {s['aux']}",
              s["variant"] + (f" (ε={s['epsilon']:g})" if s["epsilon"] is not None else "") + ("†" if s["capped"] else "")]
             + [pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)", "ndcg@10 (full)")]
@@ -152,8 +158,7 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
     The full grid takes many CPU-hours; every finished run is saved and an interrupted run resumes."""
     from privrec.experiments import rr as R
     from privrec.experiments.report import pm, text_table
-
-    log = lambda msg: click.echo(msg, err=True)
+    from privrec.utils.logs import echo as log
     kw = _grid_setup(R, quick, seeds, methods, threads)
     try:
         if epsilons:
@@ -196,8 +201,7 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
     Every finished run is saved; an interrupted reproduction resumes."""
     from privrec.experiments import pricdr as P
     from privrec.experiments.report import pm, text_table
-
-    log = lambda msg: click.echo(msg, err=True)
+    from privrec.utils.logs import echo as log
     kw = _grid_setup(P, quick, seeds, methods, threads)
     out = default_out("pricdr", out, testbed)
     if testbed != "dense":    # the paper's rating rule, and the figures that read a release's signal
@@ -249,8 +253,7 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
     Every finished run is saved; an interrupted reproduction resumes."""
     from privrec.experiments import dipsgnn as D
     from privrec.experiments.dipsgnn_report import COLS, find
-
-    log = lambda msg: click.echo(msg, err=True)
+    from privrec.utils.logs import echo as log
     kw = _grid_setup(D, quick, seeds, methods, threads)
     if no_sweeps:
         kw.update(epsilon2s=(), epsilon1s=(), steps_grid=(), clips=(), ablation=False)
@@ -321,8 +324,7 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
     from privrec.experiments import pfcr as P
     from privrec.experiments.pfcr_report import _eps
     from privrec.experiments.report import text_table
-
-    log = lambda msg: click.echo(msg, err=True)
+    from privrec.utils.logs import echo as log
     kw = _grid_setup(P, quick, seeds, None, threads)
     kw["runtime"] = runtime
     out = default_out("pfcr", out, testbed)
