@@ -29,7 +29,7 @@ demo: $(STAMP)
 test: $(STAMP) lint         # the README's test command, between two edits: unit and fast integration tests (~3 min)
 	$(BIN)/python -m pytest -q -m "not slow and not integration"
 
-test-integration: $(STAMP)  # real CLI processes, real data, Flower, every README command, every committed report
+test-integration: $(STAMP)  # real CLI processes, real data, Flower, every documented command, every committed report
 	$(BIN)/python -m pytest -q -m integration
 
 test-slow: $(STAMP)

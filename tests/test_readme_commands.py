@@ -1,4 +1,5 @@
-"""Every command of the README's "Command line" block runs: exit 0, and writes what it names.
+"""Every command of docs/cli.md (the command reference) and of the README's examples runs: exit 0, and writes
+what it names.
 
 Each README line is run as a *smaller variant*: the same subcommand and every option the README
 shows (values may shrink: one seed, one epoch, ML-100K or a tiny file where the README names a
@@ -18,7 +19,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README, CLI_DOC = ROOT / "README.md", ROOT / "docs" / "cli.md"
 
 # README command (comments and [optional] synopsis parts removed) -> the variant that runs, in order.
 # Values in the variant may differ; option names of the README line must all appear in it.
@@ -134,17 +136,21 @@ EXTRA_SETUP = {   # run before the variant of the key: a command, or a function 
 }
 
 
-def readme_commands() -> list[str]:
-    """The ``privrec ...`` lines of the README's "Command line" block, comments and [optional] parts removed."""
-    text = README.read_text(encoding="utf-8")
-    block = text.split("## Command line", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+def _bash_commands(text: str) -> list[str]:
     out = []
-    for line in block.splitlines():
+    for line in text.split("```bash", 1)[1].split("```", 1)[0].splitlines():
         line = line.strip()
         if line.startswith("privrec "):
             cmd = re.split(r"\s+#", line)[0]
             out.append(" ".join(re.sub(r"\[[^\]]*\]", " ", cmd).split()))
     return out
+
+
+def readme_commands() -> list[str]:
+    """The ``privrec ...`` lines of docs/cli.md's first bash block and of the README's "Three examples",
+    comments and [optional] parts removed."""
+    examples = README.read_text(encoding="utf-8").split("## Three examples", 1)[1]
+    return list(dict.fromkeys(_bash_commands(CLI_DOC.read_text(encoding="utf-8")) + _bash_commands(examples)))
 
 
 def _options(argv: list[str]) -> set[str]:
