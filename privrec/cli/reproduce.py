@@ -142,15 +142,19 @@ def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilo
 
 @reproduce.command("rr")
 @click.option("--quick", is_flag=True, help="400 users, L = 20, 2 epochs, one seed, ε ∈ {0.1, 0.001} (a few minutes).")
-@click.option("--out", type=click.Path(file_okay=False), default="reports/rr", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Report folder [default: reports/rr, or reports/rr-DATASET for another dataset].")
 @click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
 @click.option("--epsilons", default=None, help="Comma-separated ε of Fig. 1 (default 0.1,0.01,0.001,0.0001).")
 @click.option("--methods", default=None, help="Comma-separated Fig. 1 methods (default GRU4Rec,BERT4Rec,RR-BERT4Rec).")
 @click.option("--no-extras", is_flag=True, help="Fig. 1 only: no ablations, alternatives or Fig. 2 runs.")
+@click.option("--dataset", default="ml-1m", show_default=True,
+              help="A registered dataset: ml-1m (titles: MiniLM alternatives) or one of the papers' item-attribute "
+                   "sets, e.g. beauty (Amazon Beauty, the paper's short-history case: alternatives from attributes).")
 @grid_options
 def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: str | None, methods: str | None,
-       no_extras: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...],
+       no_extras: bool, dataset: str, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...],
        report_only: bool) -> None:
     """Mu & Lim's Fig. 1 (GRU4Rec, BERT4Rec, RR-BERT4Rec on randomised-response histories, ε from 1/10 to
     1/10,000), its ablations and Fig. 2 (position of the strongly obfuscated window) on ML-1M.
@@ -167,13 +171,18 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
         raise ParameterError("--epsilons takes comma-separated numbers") from None
     if no_extras:
         kw.update(ablation_methods=(), alternatives_ablation=(), positions=())
+    from privrec.data.registry import get_spec
+
+    get_spec(dataset)                                   # an unknown name: one line naming the registered ones
+    kw["dataset"] = dataset
+    out = out or ("reports/rr" if dataset == "ml-1m" else f"reports/rr-{dataset}")
     cfg, result = _launch(R.reproduce, R.RRConfig(**kw), "randomised-response", quick, out, epochs, log, resume,
                           add_progress, report_only, jobs, threads)
     rows = [[s["method"], "–" if s["epsilon"] is None else f"{s['epsilon']:g}", s["alternatives"] or "–",
              "–" if s["position"] is None else f"{s['position']:g}"]
             + [pm(s["test"].get(c)) for c in ("hr@1 (sampled)", "ndcg@5 (sampled)", "ndcg@10 (full)")]
             for s in result["summary"]]
-    click.echo(f"\nrandomised response on ML-1M, test split ({'quick: 400 users, 1 seed' if quick else 'full'}):")
+    click.echo(f"\nrandomised response on {dataset}, test split ({'quick: 400 users, 1 seed' if quick else 'full'}):")
     click.echo(text_table(["method", "ε", "alternatives", "window", "HR@1 sampled", "NDCG@5 sampled",
                            "NDCG@10 full"], rows))
     click.echo(f"\nreport: {out}/results.md")

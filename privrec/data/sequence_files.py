@@ -53,3 +53,19 @@ def read_sequence_file(path: str | Path, fmt: str) -> pd.DataFrame:
     frame = pd.DataFrame({"user_id": np.asarray(users, dtype=object), "item_id": np.asarray(items, dtype=object)})
     frame["timestamp"] = frame.groupby("user_id", sort=False).cumcount().astype(np.float64)
     return frame
+
+
+def read_item_attributes(path: str | Path) -> pd.DataFrame:
+    """S3Rec's ``*_item2attributes.json`` (``{"item": [attribute ids]}``) as item features: ``item_id`` and
+    ``attributes`` (the ids space-separated, RecBole's ``token_seq`` convention)."""
+    import json
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataFormatError(f"{path}: not an item-to-attributes JSON file ({exc})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise DataFormatError(f"{path}: expected {{\"item\": [attribute ids]}}")
+    return pd.DataFrame({"item_id": [str(k) for k in data],
+                         "attributes": [" ".join(str(a) for a in v) for v in data.values()]})

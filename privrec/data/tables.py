@@ -105,7 +105,12 @@ def load_dataset(name: str, *, auto_fetch: bool = True) -> Interactions:
         from privrec.data.sequence_files import read_sequence_file
 
         frame = read_sequence_file(folder / spec.file("inter").filename, spec.fmt)
-        return Interactions.from_frame(frame, name=name, source=str(folder))
+        items = None
+        if any(f.role == "attributes" for f in spec.files):      # S3Rec's item attribute ids, as item features
+            from privrec.data.sequence_files import read_item_attributes
+
+            items = read_item_attributes(folder / spec.file("attributes").filename)
+        return Interactions.from_frame(frame, item_features=items, name=name, source=str(folder))
     frames = {}
     for f in spec.files:
         frames[f.role] = read_atomic(folder / f.filename, type_overrides=spec.type_overrides.get(f.role))[0]

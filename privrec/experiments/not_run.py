@@ -39,8 +39,8 @@ NOT_RUN: dict[str, tuple[NotRun, ...]] = {
     ),
     "rr": (
         NotRun("dataset", "Amazon Beauty", "Fig. 1",
-               f"in {SHARED} (privrec datasets fetch beauty) but not yet run: its items carry attribute ids, not "
-               "titles, so the alternatives must come from attributes (issue 77, item 3)"),
+               f"in {SHARED} and runnable (`privrec reproduce rr --dataset beauty`: alternatives from its items' "
+               "attribute ids, the file has no titles) but its 3-seed grid is not yet run (issue 77, item 3)"),
         NotRun("dataset", "Steam", "Fig. 1", f"not in {SHARED}"),
         NotRun("dataset", "MovieLens 20M", "Figs. 1–2",
                "not run: 20 M interactions, 20x ML-1M, whose grid alone took 48 CPU-hours on this project's 2-core "

@@ -12,17 +12,43 @@ from pathlib import Path
 
 import numpy as np
 
-from privrec.errors import ParameterError
+from privrec.errors import DataFormatError, ParameterError
 
 ALTERNATIVES = ("injective", "nearest", "random")
 
 
+ATTRIBUTE_FIELD = "attributes"          # S3Rec's item attribute ids, space-separated (data.sequence_files)
+
+
+def semantics(inter) -> str:
+    """Where the alternatives' item semantics come from: ``"titles"`` (MiniLM sentence embeddings of title and
+    genres) where the items have titles, else ``"attributes"`` (IDF-weighted attribute sets, cosine) where they
+    have attribute ids; neither is refused (never ids embedded as if they were text)."""
+    from privrec.data.text import TITLE_FIELDS
+
+    feats = inter.item_features
+    cols = set() if feats is None else set(feats.columns)
+    if cols & set(TITLE_FIELDS):
+        return "titles"
+    if ATTRIBUTE_FIELD in cols:
+        return "attributes"
+    raise DataFormatError(f"{inter.name}: the items have neither titles ({', '.join(TITLE_FIELDS)}) nor attribute "
+                          "ids, so no semantic alternatives can be built; give an item file with titles or "
+                          "precomputed embeddings (--embeddings)")
+
+
 def item_embeddings(inter) -> np.ndarray:
-    """Sentence embeddings of each item's text (title, genres): the semantic space of the alternatives."""
+    """The semantic space of the alternatives (row i: item code i + 1): sentence embeddings of each item's text
+    where the items have titles, else their IDF-weighted attribute sets (:func:`semantics` says which)."""
     from privrec.data.text import item_texts
     from privrec.privacy.alternatives import embed_texts
 
-    return embed_texts(item_texts(inter, require_title=True))   # never ids embedded as if they were text
+    if semantics(inter) == "titles":
+        return embed_texts(item_texts(inter, require_title=True))
+    from privrec.privacy.embeddings import attribute_vectors
+
+    column = inter.item_features[ATTRIBUTE_FIELD].reindex(range(1, inter.n_items + 1))
+    return attribute_vectors([str(v).split() if isinstance(v, str) else [] for v in column])
 
 
 def alternative_map(kind: str, n_items: int, embeddings: Callable[[], np.ndarray], seed: int):

@@ -189,9 +189,23 @@ def result(cfg, exp, outcome: Outcome, *, command: str | None, seconds: float, e
             "validity": validity(exp.split.history("test").lengths, [*cfg.epsilons, cfg.ablation_epsilon,
                                                                         cfg.positional_epsilon]),
             "certificates": certificates(exp.published, runs), "published": f"{exp.published.name}/",
+            "semantics": _semantics(exp.inter),
             "missing": outcome.missing, "remaining": outcome.remaining, "environment_note": environment_note(outcome),
             "training_seconds": round(sum(r.fit["seconds"] for r in runs), 1), "seconds": round(seconds, 1),
             "command": command, "environment": env}
+
+
+def _semantics(inter) -> str:
+    """Where the alternatives' item semantics came from, in words (``rr_release.semantics``)."""
+    from privrec.errors import DataFormatError
+    from privrec.experiments.rr_release import semantics
+
+    try:
+        kind = semantics(inter)
+    except DataFormatError:
+        return "none (no titles or attributes)"
+    return ("MiniLM sentence embeddings of each item's title and genres" if kind == "titles" else
+            "each item's attribute ids (IDF-weighted, cosine): the dataset has no item text")
 
 
 def _budget_note(train: dict) -> str:
@@ -242,12 +256,14 @@ def markdown(res: dict) -> str:
     eps, alt = cfg["epsilons"], cfg["alternatives"]
     st = res["statistics"]
     lines = [f"# Randomised-response sequential recommendation on {cfg['dataset']} (Mu & Lim, CIKM'25)", "",
-             f"{st['users']:,} users, {st['items']:,} items, {st['interactions']:,} interactions (every rating; "
+             f"{st['users']:,} users, {st['items']:,} items, {st['interactions']:,} interactions "
+             f"({'every rating' if str(cfg['dataset']).startswith('ml-') else 'the file as released'}; "
              f"leave-one-out). Test metrics, mean ± std over seeds {list(cfg['seeds'])}; epochs selected on validation "
              f"sampled NDCG@5. 'sampled': the test item against 100 popularity-sampled negatives (the paper's and "
              f"BERT4Rec's protocol); 'full': against all items, history masked. Models read L = {cfg['max_len']} "
              f"positions (tokens for RR-BERT4Rec, vocabulary {cfg['vocab_ratio']}× the items). Alternatives: "
-             f"{alt}. Adam lr {cfg['train']['lr']:g}"
+             f"{alt}" + (f", item semantics from {res['semantics']}" if res.get("semantics") else "")
+             + f". Adam lr {cfg['train']['lr']:g}"
              + "".join(f", {m} lr {o['lr']:g}" for m, o in cfg.get("train_overrides", {}).items()
                        if "lr" in o and o["lr"] != cfg["train"]["lr"])
              + _warmup_note(cfg)

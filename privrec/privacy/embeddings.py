@@ -278,3 +278,23 @@ def knn(embeddings: np.ndarray, k: int, backend: Backend = "auto", *,
     for i in bad:                                 # not certified: exhaustive float64 for this row
         out_idx[i], out_d2[i] = _exact_row(x, i, k, chunk)
     return out_idx, np.sqrt(out_d2)
+
+
+def attribute_vectors(attributes: Sequence[Sequence[str]]) -> np.ndarray:
+    """Item vectors from attribute ids where a dataset has no item text (S3Rec's Amazon and Yelp files): each
+    item's attributes one-hot, weighted by inverse document frequency (log(n / items having it); a shared rare
+    attribute says more than a common one), rows L2-normalised, so the inner product is the cosine of the
+    IDF-weighted attribute sets. Row i is ``attributes[i]``; an item without attributes gets a zero row (every
+    item is equally near it). float32, (len(attributes), distinct attributes)."""
+    lists = [list(dict.fromkeys(str(a) for a in attrs)) for attrs in attributes]
+    vocab = {a: j for j, a in enumerate(sorted({a for attrs in lists for a in attrs}))}
+    if not lists:
+        raise ParameterError("no items to build attribute vectors for")
+    out = np.zeros((len(lists), max(len(vocab), 1)), dtype=np.float32)
+    rows = np.repeat(np.arange(len(lists)), [len(a) for a in lists])
+    cols = np.array([vocab[a] for attrs in lists for a in attrs], dtype=np.int64)
+    out[rows, cols] = 1.0
+    df = out.sum(axis=0)
+    out *= np.log(len(lists) / np.maximum(df, 1.0)).astype(np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
