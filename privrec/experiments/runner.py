@@ -212,7 +212,10 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
             f"seeds or sweeps, or earlier settings) and will not be in the report written to {out_dir}; rerun with "
             "the full grid's options and --report-only to report every finished run")
     if not train_missing and not any(k in finished for k in keys):
-        raise ParameterError(f"no finished runs of this configuration in {progress}; run without --report-only first")
+        shown = ", ".join(keys[:4]) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
+        raise ParameterError(f"no finished runs of this configuration in {progress}, so no report: all {len(keys)} "
+                             f"runs are missing ({shown}); run without --report-only to train them (each run's cost "
+                             "is estimated once one of its method has finished)")
     pending = [s for s in specs if s.key not in finished] if train_missing else []
     missing = [s.key for s in specs if s.key not in finished and not train_missing]
     state_of = {s.key: state_file(out_dir, fp[s.key], s.key) for s in specs}

@@ -263,8 +263,16 @@ def make_private(model: torch.nn.Module, optimizer: torch.optim.Optimizer, noise
     the expected number of groups (users) per step.
     The noise generator lives on the model's device and its state is part of the optimizer's
     ``state_dict`` (see the module docstring: a resumed run never repeats noise)."""
+    import warnings
+
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
+
+    # Opacus' full backward hooks make torch warn on every model whose first layer takes integer ids (no input
+    # requires a gradient): benign — per-sample gradients are taken w.r.t. the weights — and it broke into the
+    # progress bars. Only that message is silenced.
+    warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed with "
+                            "respect to module outputs", category=UserWarning)
 
     class _DPOptimizer(DPOptimizer):
         # the privacy ledger of DP-SGD: noisy steps counted as the noise is drawn (a resumed run keeps its
