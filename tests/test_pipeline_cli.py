@@ -443,3 +443,27 @@ def test_a_missing_optional_package_names_the_extra_to_install(monkeypatch, caps
     assert not (tmp_path / "x").exists()
     err = capsys.readouterr().err
     assert err.startswith("error: this command needs the optional package 'opacus'") and "'.[dp]'" in err
+
+
+def test_field_options_name_a_files_columns(tmp_path, capsys):
+    """--user-field / --item-field / --rating-field / --time-field read a file whose header privrec does not
+    recognise; a wrong name is one line listing the file's columns; a registered dataset refuses them."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 400
+    frame = pd.DataFrame({"customer": rng.integers(0, 40, n).astype(str), "product": rng.integers(0, 30, n).astype(str),
+                          "stars": rng.integers(1, 6, n).astype(float), "ts_ms": np.arange(n) * 1000.0})
+    frame.to_csv(tmp_path / "shop.csv", index=False)
+    assert main(["datasets", "info", str(tmp_path / "shop.csv")]) == 2          # nothing recognisable: refused
+    capsys.readouterr()
+    fields = ["--user-field", "customer", "--item-field", "product", "--rating-field", "stars", "--time-field", "ts_ms"]
+    assert main(["datasets", "info", str(tmp_path / "shop.csv"), *fields]) == 0
+    assert "users         40" in capsys.readouterr().out
+    assert main(["datasets", "info", str(tmp_path / "shop.csv"), "--user-field", "client"]) == 2
+    assert "no column 'client' in the file; its columns are customer, product, stars, ts_ms" in capsys.readouterr().err
+    assert main(["publish", "sdp", str(tmp_path / "shop.csv"), *fields, "-o", str(tmp_path / "rel"),
+                 "--epsilon", "5", "--seed", "0"]) == 0
+    assert (tmp_path / "rel" / "certificate.json").is_file()
+    assert main(["datasets", "info", "ml-100k", "--user-field", "x"]) == 2
+    assert "registered dataset" in capsys.readouterr().err

@@ -29,6 +29,8 @@ VARIANTS: dict[str, str] = {
     "privrec datasets fetch ml-1m": "datasets fetch ml-1m",
     "privrec datasets fetch ml-1m --from FILE": "datasets fetch ml-100k --from ml100k-files --force",
     "privrec datasets info ml-1m": "datasets info ml-1m",
+    "privrec datasets info shop.csv --user-field customer --item-field product":
+        "datasets info shop.csv --user-field user_id --item-field item_id",
     "privrec datasets testbed cold3": "datasets testbed cold3 --no-probe",
     "privrec train sasrec --dataset ml-1m --seeds 0,1,2": "train sasrec --dataset ml-100k --seeds 0 --epochs 1",
     "privrec train --config run.toml --seeds 0": "train --config run.toml --seeds 0 --out runs/from-config",

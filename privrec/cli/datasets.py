@@ -6,6 +6,7 @@ import datetime as dt
 
 import click
 
+from privrec.cli.fields import field_options
 from privrec.data.fetch import cache_dir, dataset_dir, fetch, is_fetched
 from privrec.data.registry import DATASETS, get_spec
 from privrec.data.tables import load
@@ -49,9 +50,12 @@ def fetch_(name: str, source: str | None, force: bool) -> None:
 
 @datasets.command("info")
 @click.argument("name")
-def info(name: str) -> None:
+@field_options
+def info(name: str, **field_kw) -> None:
     """Users, items, interactions, time span, fields and file locations of NAME (a name or a file)."""
-    inter = load(name)
+    from privrec.cli.fields import fields_of
+
+    inter = load(name, fields=fields_of(**field_kw))
     s = inter.summary()
     click.echo(f"dataset       {name}")
     click.echo(f"users         {s['users']:,}")

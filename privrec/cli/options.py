@@ -157,3 +157,4 @@ def parse_assignments(items: tuple[str, ...]) -> dict:
         except json.JSONDecodeError:
             out[key] = value
     return out
+

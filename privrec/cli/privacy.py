@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from privrec.cli.fields import field_options, fields_of
 from privrec.errors import ParameterError
 from privrec.privacy.registry import AUDITS, MECHANISMS, PUBLISHABLE
 
@@ -64,10 +65,11 @@ def _sequence_rows(inter, max_len: int) -> tuple[np.ndarray, np.ndarray]:
               "splits by genre (action, drama). sdp (PriCDSR): the train rows, never validation/test items; jlt/sjlt "
               "(PriCDR): the domain's whole users x items 0/1 matrix.")
 @click.option("--domain-field", default=None, help="With --aux and a file SOURCE: the column naming each row's domain.")
+@field_options
 def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: float, delta: float | None,
             seed: int | None, record_seed: bool, max_len: int, n_prime: int, q: float, calibration: str,
             alternatives: str, embeddings: str | None, allow_invalid: bool, allow_large_delta: bool, aux: str | None,
-            domain_field: str | None) -> None:
+            domain_field: str | None, **field_kw) -> None:
     """Publish SOURCE (a dataset name such as ml-1m, or an .inter/.csv/.parquet file) through MECHANISM
     into the release folder OUTPUT (data + certificate.json)."""
     from privrec.data.tables import load
@@ -86,10 +88,11 @@ def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: 
         if "delta" not in MECHANISMS[mechanism].options:
             raise ParameterError(f"--delta is not a parameter of {mechanism} (a pure epsilon guarantee, delta = 0); "
                                  "drop it")
+    fields = fields_of(**field_kw)
     if aux is not None or domain_field is not None:
         _publish_aux(mechanism, source, folder, fmt or "inter", epsilon, seed, record_seed, max_len, aux, domain_field,
                      dict(n_prime=n_prime, q=q, calibration=calibration, delta=delta, allow_invalid=allow_invalid,
-                          allow_large_delta=allow_large_delta))
+                          allow_large_delta=allow_large_delta), fields)
         return
     check_output(folder, input_files(source) + ([Path(embeddings)] if embeddings else []), "-o")
     check_replaceable(folder, "release")
@@ -97,7 +100,7 @@ def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: 
     fmt = fmt or ("inter" if kind == "sequences" else "parquet")
     info = resolve_seed(seed)
     rng = np.random.default_rng(info.seed)
-    inter = load(source)
+    inter = load(source, fields=fields)
     name = folder.name
     if kind == "sequences":
         rows, users = _sequence_rows(inter, max_len)
@@ -159,7 +162,8 @@ def _load_embeddings(path: str, n_items: int) -> np.ndarray:
 
 
 def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: float, seed: int | None,
-                 record_seed: bool, max_len: int, aux: str | None, domain_field: str | None, matrix: dict) -> None:
+                 record_seed: bool, max_len: int, aux: str | None, domain_field: str | None, matrix: dict,
+                 fields: dict | None = None) -> None:
     """One domain of two-domain data, shared users only: PriCDSR's train rows (sdp) or PriCDR's
     rating matrix (jlt, sjlt)."""
     from privrec.data.crossdomain import load_cross_domain
@@ -175,7 +179,7 @@ def _publish_aux(mechanism: str, source: str, folder: Path, fmt: str, epsilon: f
         raise ParameterError("--domain-field needs --aux DOMAIN: the domain whose rows are published")
     check_output(folder, input_files(source), "-o")
     check_replaceable(folder, "release")
-    data = load_cross_domain(source, domain_field)
+    data = load_cross_domain(source, domain_field, fields=fields)
     if aux not in data.names:
         raise ParameterError(f"--aux {aux!r} is not a domain of {source}; its domains are {list(data.names)}")
     if MECHANISMS[mechanism].publishes == "rating-matrix":

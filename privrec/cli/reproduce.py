@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from privrec.cli.fields import field_options, fields_of
 from privrec.cli.options import command_line, default_out, grid_options, parse_seeds, testbed_options
 from privrec.errors import ParameterError
 
@@ -51,7 +52,8 @@ def _launch(reproduce_fn, cfg, name: str, quick: bool, out: str, epochs: int | N
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
                 threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
                 report_only: bool = False, sources: tuple[str, ...] = (), domain_field: str | None = None,
-                jobs: int = 1, epsilons: str | None = None, testbed: str = "dense") -> dict:
+                jobs: int = 1, epsilons: str | None = None, testbed: str = "dense",
+                fields: dict[str, str] | None = None) -> dict:
     import torch
 
     from privrec.data.fetch import fetch
@@ -67,7 +69,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
     if sources and (list(sources) != ["ml-1m"] or domain_field):
         from privrec.data.crossdomain import load_cross_domain
 
-        data = load_cross_domain(sources, domain_field)
+        data = load_cross_domain(sources, domain_field, fields=fields)
         a, b = data.names
         if "<-" in a + b or safe_name(a).lower() == safe_name(b).lower():
             raise ParameterError(f"domain names {data.names} must not contain '<-' and must differ as file names "
@@ -126,18 +128,22 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
                    "or --data twice, one file per domain sharing the user id field (domains named by file stem).")
 @click.option("--domain-field", default=None, help="With one --data file: the column naming each row's domain "
                                                    "(exactly two values).")
+@field_options
 def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: str | None,
             threads: int | None, jobs: int,
             resume: bool, add_progress: tuple[str, ...], report_only: bool, sources: tuple[str, ...],
-            domain_field: str | None, testbed: str) -> None:
+            domain_field: str | None, testbed: str, **field_kw) -> None:
     """PriCDSR Tables II-III analogs: DASL-single, DASL, PriCDSR-DASL on ML-1M split by genre.
 
     The full run (3 seeds, both directions, 6 epsilons) takes hours on a CPU; every finished
     training run is saved, so an interrupted run continues where it stopped."""
     if domain_field and not sources:
         raise click.UsageError("--domain-field needs --data FILE")
+    if fields_of(**field_kw) and not sources:
+        raise ParameterError("--user-field/--item-field/--rating-field/--time-field name the columns of your --data "
+                             "file(s); without --data the data is ML-1M, whose columns privrec knows")
     run_pricdsr(quick, default_out("pricdsr", out, testbed), seeds, epochs, threads, resume, add_progress,
-                report_only, sources, domain_field, jobs, epsilons, testbed)
+                report_only, sources, domain_field, jobs, epsilons, testbed, fields_of(**field_kw))
 
 
 @reproduce.command("rr")

@@ -213,13 +213,15 @@ def subsample_users(data: CrossDomainData, max_users: int, seed: int) -> CrossDo
 
 
 def load_cross_domain(sources: str | Sequence[str], domain_field: str | None = None, *, min_user: int = 5,
-                      min_item: int = 5) -> CrossDomainData:
+                      min_item: int = 5, fields: dict[str, str] | None = None) -> CrossDomainData:
     """Two-domain data from the command line's ``--data`` (and ``--domain-field``).
 
     * ``"ml-1m"`` without ``domain_field``: the default instance (ML-1M split by genre);
     * one file with ``domain_field``: a table whose column ``domain_field`` holds two values
       (the domains' names);
-    * two files: one domain each, sharing the user id field (names: the file stems)."""
+    * two files: one domain each, sharing the user id field (names: the file stems).
+
+    ``fields`` names a file's columns by role (:func:`privrec.data.tables.canonical_columns`)."""
     from privrec.data.tables import canonical_columns, load, load_file, read_table
 
     sources = [sources] if isinstance(sources, str) else list(sources)
@@ -227,20 +229,20 @@ def load_cross_domain(sources: str | Sequence[str], domain_field: str | None = N
         if sources[0] != "ml-1m":
             raise ParameterError(f"{sources[0]}: say which column names each row's domain (--domain-field), or give "
                                  "two files, one per domain; only ml-1m has a built-in split (by genre)")
-        return ml1m_cross_domain(load("ml-1m"), min_user, min_item)
+        return ml1m_cross_domain(load("ml-1m", fields=fields), min_user, min_item)
     if len(sources) == 1:
         from pathlib import Path
 
         if not Path(sources[0]).is_file():
             raise DataFormatError(f"{sources[0]}: --domain-field needs an interaction file (.inter, .csv, .parquet) "
                                   "with that column")
-        frame = canonical_columns(read_table(sources[0]))
+        frame = canonical_columns(read_table(sources[0]), fields)
         a, b = split_by_column(frame, domain_field, source=str(sources[0]))
         return build(a, b, min_user=min_user, min_item=min_item)
     if len(sources) == 2:
         if domain_field is not None:
             raise ParameterError("--domain-field splits one file; with two files each file is one domain")
-        a, b = (load_file(s) for s in sources)
+        a, b = (load_file(s, fields=fields) for s in sources)
         if a.name == b.name:
             raise ParameterError(f"both files are named {a.name!r}; the file stems name the domains, rename one")
         return build(a, b, min_user=min_user, min_item=min_item)

@@ -64,8 +64,23 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
     return frame
 
 
-def canonical_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rename common spellings (userId, movieId, time, ...) to user_id/item_id/rating/timestamp."""
+ROLES = {"user": "user_id", "item": "item_id", "rating": "rating", "time": "timestamp"}   # --ROLE-field
+
+
+def canonical_columns(frame: pd.DataFrame, fields: dict[str, str] | None = None) -> pd.DataFrame:
+    """Rename common spellings (userId, movieId, time, ...) to user_id/item_id/rating/timestamp; ``fields``
+    (role -> column: ``{"user": "customer"}``, the CLI's ``--user-field`` etc.) names columns explicitly first."""
+    if fields:
+        unknown = [r for r in fields if r not in ROLES]
+        if unknown:
+            raise DataFormatError(f"unknown field role(s) {unknown}; use {', '.join(ROLES)}")
+        missing = [c for c in fields.values() if c not in frame.columns]
+        if missing:
+            raise DataFormatError(f"no column {', '.join(map(repr, missing))} in the file; its columns are "
+                                  f"{', '.join(map(str, frame.columns))}")
+        taken = {ROLES[r] for r in fields} - set(fields.values())
+        frame = frame.drop(columns=[c for c in taken if c in frame.columns])   # e.g. an unrelated 'timestamp'
+        frame = frame.rename(columns={col: ROLES[r] for r, col in fields.items()})
     rename = {}
     lower = {c.lower(): c for c in frame.columns}
     for canon, names in ALIASES.items():
@@ -78,10 +93,12 @@ def canonical_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns=rename)
 
 
-def load_file(path: str | os.PathLike, name: str | None = None, **kwargs) -> Interactions:
-    """Interactions from one file; for an ``.inter`` file, sibling ``.user``/``.item`` are features."""
+def load_file(path: str | os.PathLike, name: str | None = None, fields: dict[str, str] | None = None,
+              **kwargs) -> Interactions:
+    """Interactions from one file (``fields``: see :func:`canonical_columns`); for an ``.inter`` file, sibling
+    ``.user``/``.item`` are features."""
     path = Path(path)
-    frame = canonical_columns(read_table(path))
+    frame = canonical_columns(read_table(path), fields)
     user_feats = item_feats = None
     if path.suffix.lower() == ".inter":
         stem = path.with_suffix("")
@@ -121,14 +138,17 @@ def load_dataset(name: str, *, auto_fetch: bool = True) -> Interactions:
     return inter
 
 
-def load(source: str | os.PathLike, **kwargs) -> Interactions:
-    """A dataset name (``ml-1m``) or a path to a file."""
+def load(source: str | os.PathLike, fields: dict[str, str] | None = None, **kwargs) -> Interactions:
+    """A dataset name (``ml-1m``) or a path to a file (its columns named by ``fields`` where given)."""
     if isinstance(source, str) and source in DATASETS:
+        if fields:
+            raise DataFormatError(f"--user-field/--item-field/--rating-field/--time-field name the columns of your own "
+                                  f"file; {source} is a registered dataset whose columns privrec knows")
         return load_dataset(source)
     path = Path(source)
     if not path.exists():
         raise DatasetError(f"{source!r} is neither a known dataset ({', '.join(DATASETS)}) nor an existing file")
-    return load_file(path, **kwargs)
+    return load_file(path, fields=fields, **kwargs)
 
 
 def write_interactions(inter_frame: pd.DataFrame, path: str | os.PathLike, types: dict | None = None) -> Path:
