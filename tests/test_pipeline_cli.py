@@ -467,3 +467,18 @@ def test_field_options_name_a_files_columns(tmp_path, capsys):
     assert (tmp_path / "rel" / "certificate.json").is_file()
     assert main(["datasets", "info", "ml-100k", "--user-field", "x"]) == 2
     assert "registered dataset" in capsys.readouterr().err
+
+
+def test_default_report_folders_keep_quick_and_testbed_runs_apart():
+    from privrec.cli.options import default_out
+
+    assert default_out("pricdsr", None) == "reports/pricdsr"
+    assert default_out("pricdsr", None, "cold3", quick=True) == "reports/pricdsr-cold3-quick"
+    assert default_out("rr-beauty", None, quick=True) == "reports/rr-beauty-quick"
+    assert default_out("pfcr", "mine", "cold3", quick=True) == "mine"
+    import click
+
+    from privrec.cli.demo import demo
+
+    assert next(p for p in demo.params if p.name == "out").default == default_out("pricdsr", None, quick=True)
+    assert isinstance(demo, click.Command)

@@ -6,7 +6,8 @@ import click
 
 
 @click.command()
-@click.option("--out", type=click.Path(file_okay=False), default="reports/demo", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default="reports/pricdsr-quick", show_default=True,
+              help="Report folder (reproduce pricdsr --quick's own: running both trains once).")
 def demo(out: str) -> None:
     """Fetch ML-1M, publish the auxiliary domain under SDP, train DASL-single / DASL /
     PriCDSR-DASL briefly, print the tables and write a report folder (quick, < 10 min)."""

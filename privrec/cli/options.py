@@ -59,14 +59,19 @@ def testbed_options(name: str):
                               "K target items (+ validation + test) and evaluates on them, the regime the papers "
                               "evaluate (docs/testbeds.md).")(f)
         f = click.option("--out", type=click.Path(file_okay=False), default=None,
-                         help=f"Report folder [default: reports/{name}, or reports/{name}-TESTBED].")(f)
+                         help=f"Report folder [default: reports/{name}, reports/{name}-TESTBED on another testbed, "
+                              "with -quick for --quick].")(f)
         return f
     return wrap
 
 
-def default_out(name: str, out: str | None, testbed: str) -> str:
-    """The ``--out`` of :func:`testbed_options`."""
-    return out if out is not None else f"reports/{name}" + ("" if testbed == "dense" else f"-{testbed}")
+def default_out(name: str, out: str | None, testbed: str = "dense", quick: bool = False) -> str:
+    """A ``reproduce`` command's output folder: ``--out`` where given, else ``reports/NAME`` with ``-TESTBED`` on
+    another testbed and ``-quick`` for a quick run (so a quick run never replaces a full report, and ``privrec
+    demo`` and ``reproduce pricdsr --quick`` share one folder: the second resumes the first)."""
+    if out is not None:
+        return out
+    return f"reports/{name}" + ("" if testbed == "dense" else f"-{testbed}") + ("-quick" if quick else "")
 
 
 def eval_options(f):

@@ -142,14 +142,14 @@ def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilo
     if fields_of(**field_kw) and not sources:
         raise ParameterError("--user-field/--item-field/--rating-field/--time-field name the columns of your --data "
                              "file(s); without --data the data is ML-1M, whose columns privrec knows")
-    run_pricdsr(quick, default_out("pricdsr", out, testbed), seeds, epochs, threads, resume, add_progress,
+    run_pricdsr(quick, default_out("pricdsr", out, testbed, quick), seeds, epochs, threads, resume, add_progress,
                 report_only, sources, domain_field, jobs, epsilons, testbed, fields_of(**field_kw))
 
 
 @reproduce.command("rr")
 @click.option("--quick", is_flag=True, help="400 users, L = 20, 2 epochs, one seed, ε ∈ {0.1, 0.001} (a few minutes).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Report folder [default: reports/rr, or reports/rr-DATASET for another dataset].")
+              help="Report folder [default: reports/rr, reports/rr-DATASET for another dataset, with -quick for --quick].")
 @click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
 @click.option("--epsilons", default=None, help="Comma-separated ε of Fig. 1 (default 0.1,0.01,0.001,0.0001).")
@@ -181,7 +181,7 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
 
     get_spec(dataset)                                   # an unknown name: one line naming the registered ones
     kw["dataset"] = dataset
-    out = out or ("reports/rr" if dataset == "ml-1m" else f"reports/rr-{dataset}")
+    out = default_out("rr" if dataset == "ml-1m" else f"rr-{dataset}", out, quick=quick)
     cfg, result = _launch(R.reproduce, R.RRConfig(**kw), "randomised-response", quick, out, epochs, log, resume,
                           add_progress, report_only, jobs, threads)
     rows = [[s["method"], "–" if s["epsilon"] is None else f"{s['epsilon']:g}", s["alternatives"] or "–",
@@ -218,7 +218,7 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
     from privrec.experiments.report import pm, text_table
     from privrec.utils.logs import echo as log
     kw = _grid_setup(P, quick, seeds, methods, threads)
-    out = default_out("pricdr", out, testbed)
+    out = default_out("pricdr", out, testbed, quick)
     if testbed != "dense":    # the paper's rating rule, and the figures that read a release's signal
         kw.update(testbed=testbed, min_rating=P.TESTBED_MIN_RATING)
         if not figures and not quick:
@@ -250,7 +250,8 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
 
 @reproduce.command("dipsgnn")
 @click.option("--quick", is_flag=True, help="600 users, d = 32, 2 epochs, one seed, one point per figure (minutes).")
-@click.option("--out", type=click.Path(file_okay=False), default="reports/dipsgnn", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Report folder [default: reports/dipsgnn, with -quick for --quick].")
 @click.option("--seeds", default=None, help="Comma-separated Table 2 seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (default 10, the paper's).")
 @click.option("--methods", default=None, help="Comma-separated Table 2 methods (default: all nine: BPR-MF, SASRec, "
@@ -274,6 +275,7 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
         kw.update(epsilon2s=(), epsilon1s=(), steps_grid=(), clips=(), ablation=False)
     if figures:
         kw.update(D.only_figures([f.strip() for f in figures.split(",") if f.strip()]))
+    out = default_out("dipsgnn", out, quick=quick)
     cfg, result = _launch(D.reproduce, D.DIPSGNNConfig(**kw), "DIPSGNN", quick, out, epochs, log, resume, add_progress,
                           report_only, jobs, threads)
     from privrec.experiments.dipsgnn_report import _eps, _name
@@ -342,7 +344,7 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
     from privrec.utils.logs import echo as log
     kw = _grid_setup(P, quick, seeds, None, threads)
     kw["runtime"] = runtime
-    out = default_out("pfcr", out, testbed)
+    out = default_out("pfcr", out, testbed, quick)
     if testbed != "dense":
         kw.update({"testbed": testbed, **({} if quick else P.TESTBED)})
     if codecs:
