@@ -26,12 +26,12 @@ def aggregates(runs: list[dict]) -> dict:
 
 
 def summary_rows(result: dict, ks: tuple[int, ...] | None = None, which: str = "test") -> list[list[str]]:
-    """One row per cut-off (default: those of the run, at most 10 and 20 where computed); ``which``:
+    """One row per cut-off (default: every one the run computed, as the terminal shows them); ``which``:
     ``test`` or ``test_other_masking`` (the same checkpoints under the other history masking)."""
     agg = result["aggregate"][which]
     done = sorted({int(name.split("@")[1]) for name in agg})
     if ks is None:
-        ks = tuple(k for k in done if k in (10, 20)) or tuple(done)
+        ks = tuple(done)
     rows = []
     for k in ks:
         rows.append([result["config"]["model"], f"@{k}"] + [pm(agg.get(f"{m}@{k}")) for m in ("ndcg", "hr", "recall", "mrr")])
