@@ -81,4 +81,4 @@ def test_rr_refuses_items_without_titles_instead_of_embedding_their_ids(csv_file
     """Numeric ids are not text: embedding 'i17' with MiniLM would give alternatives that mean nothing."""
     assert main(["publish", "rr", str(csv_file), "-o", str(tmp_path / "r"), "--epsilon", "1"]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "no item title field" in last and "embeddings" in last and not (tmp_path / "r").exists()
+    assert "neither titles" in last and "embeddings" in last and not (tmp_path / "r").exists()

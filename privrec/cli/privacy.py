@@ -106,11 +106,11 @@ def publish(mechanism: str, source: str, output: str, fmt: str | None, epsilon: 
         rows, users = _sequence_rows(inter, max_len)
         alt = None
         if "alt_map" in MECHANISMS[mechanism].options:      # randomised response: semantic alternatives
-            from privrec.data.text import item_texts
+            from privrec.experiments.rr_release import item_embeddings
             from privrec.privacy import alternatives as A
 
-            emb = _load_embeddings(embeddings, inter.n_items) if embeddings else \
-                A.embed_texts(item_texts(inter, require_title=True))
+            # titles (MiniLM) where the items have them, else attribute ids; neither: refused (rr_release.semantics)
+            emb = _load_embeddings(embeddings, inter.n_items) if embeddings else item_embeddings(inter)
             alt = {"injective": A.injective_map, "paired": A.paired_map,
                    "nearest": A.nearest_neighbour_map}[alternatives](emb)
         published, g = P.perturb_sequences(rows, inter.n_items, mechanism, epsilon, rng, alt_map=alt,

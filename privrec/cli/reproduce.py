@@ -43,10 +43,11 @@ def _launch(reproduce_fn, cfg, name: str, quick: bool, out: str, epochs: int | N
         f"max, report in {out}")
     from privrec.utils.logs import run_log
 
-    with run_log(out, command_line()):
+    command = command_line()
+    with run_log(out, command):
         return cfg, reproduce_fn(cfg, out, log=log, resume=resume, add_progress=add_progress,
                                  train_missing=not report_only, keep_capped_states=not quick,
-                                 command=command_line(), workers=jobs, threads=threads or 1)
+                                 command=command, workers=jobs, threads=threads or 1)
 
 
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,

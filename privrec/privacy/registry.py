@@ -156,28 +156,27 @@ class Mechanism:
     guarantee: Callable[..., Guarantee]                     # from parameters alone: privrec guarantee NAME
     audits: Mapping[str, AuditCase] = field(default_factory=dict)   # privrec audit CASE
     release: Release | None = None                          # publish on arrays (None: its own entry point)
-    options: frozenset[str] = frozenset()    # what it reads: publish options (delta, ...), alt_map, aux (one domain)
+    options: frozenset[str] = frozenset()    # capabilities the CLI asks about: delta (an (eps, delta) guarantee),
+                                             # alt_map (semantic alternatives), aux (one domain of cross-domain data)
 
 
 MECHANISMS: dict[str, Mechanism] = {m.name: m for m in (
     Mechanism("sdp", "PriCDSR", "privrec.privacy.sdp", "sequences", 10.0,
               "replace/swap random mechanism on front-padded rows (epsilon-SDP)", _sdp,
               _audits("privrec.privacy.sdp", sdp=lambda M, x: M.audit_case(_e(x, 1.0))),
-              _release_sdp, frozenset({"max_len", "aux"})),
+              _release_sdp, frozenset({"aux"})),
     Mechanism("rr", "randomised-response SR (Mu & Lim)", "privrec.privacy.rr", "sequences", 1.0,
               "keep each history item or replace it by its semantic alternative (Bayesian posterior-odds bound)", _rr,
               _audits("privrec.privacy.rr", rr=lambda M, x: M.audit_case(_e(x, 1.0))),
-              _release_rr, frozenset({"max_len", "alt_map", "allow_invalid"})),
+              _release_rr, frozenset({"alt_map"})),
     Mechanism("jlt", "PriCDR", "privrec.privacy.jlt", "rating-matrix", 1.0,
               "Johnson-Lindenstrauss projection of the rating matrix with a lift (Gaussian M)", _jlt("jlt"),
               _audits("privrec.privacy.jlt", jlt=lambda M, x: M.audit_case("jlt", _e(x, 1.0))),
-              _release_jlt("jlt"),
-              frozenset({"delta", "n_prime", "calibration", "allow_invalid", "allow_large_delta", "aux"})),
+              _release_jlt("jlt"), frozenset({"delta", "aux"})),
     Mechanism("sjlt", "PriCDR", "privrec.privacy.jlt", "rating-matrix", 1.0,
               "sparse-aware JLT: M = P H D with a fast Walsh-Hadamard transform", _jlt("sjlt"),
               _audits("privrec.privacy.jlt", sjlt=lambda M, x: M.audit_case("sjlt", _e(x, 1.0))),
-              _release_jlt("sjlt"),
-              frozenset({"delta", "n_prime", "q", "calibration", "allow_invalid", "allow_large_delta", "aux"})),
+              _release_jlt("sjlt"), frozenset({"delta", "aux"})),
     Mechanism("features", "DIPSGNN", "privrec.privacy.features", "user-features", 1.0,
               "epsilon1-LDP user features: piecewise mechanism (numerical) + OUE (categorical), k of n attributes",
               _features,
