@@ -129,7 +129,8 @@ def test_a_new_mechanism_is_one_function_and_one_registry_entry(monkeypatch):
         return rows.copy(), guarantee(eps)
 
     toy = registry.Mechanism("toy-keep", "toy paper", __name__, "sequences", 1.0, "publishes rows unchanged (toy)",
-                             guarantee, release=release, options=frozenset({"max_len"}))
+                             guarantee, release=release, options=frozenset({"max_len"}), certified_as=("toy-keep",),
+                             recompute=lambda p: guarantee(p["epsilon"]))
     monkeypatch.setitem(registry.MECHANISMS, "toy-keep", toy)
     rows = np.array([[0, 1, 2], [3, 1, 2]])
     out, g = perturb_sequences(rows, 3, "toy-keep", 2.0, np.random.default_rng(0))
@@ -138,3 +139,12 @@ def test_a_new_mechanism_is_one_function_and_one_registry_entry(monkeypatch):
     assert registry.guarantee_of("toy-keep", 3.0).epsilon == 3.0
     with pytest.raises(ParameterError, match="does not publish rating matrices; use one of jlt, sjlt"):
         project_ratings(np.ones((2, 3)), "toy-keep", 1.0, np.random.default_rng(0), n_prime=2)
+    # a reader re-checks the toy release's certificate through the same entry (no second table)
+    from privrec.errors import ReleaseError
+    from privrec.release.verify import check_certificate
+
+    cert = {"mechanism": "toy-keep", "guarantee": g.to_dict(), "summary": "toy-keep: epsilon=2"}
+    check_certificate(cert, "toy")
+    cert["guarantee"]["epsilon"] = 1e-9
+    with pytest.raises(ReleaseError, match="guarantee.epsilon is 1e-09, its parameters give 2.0"):
+        check_certificate(cert, "toy")

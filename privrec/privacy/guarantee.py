@@ -107,3 +107,22 @@ def _num(x: Any) -> Any:
 
 def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.4g}"
+
+
+REL_TOL = 1e-9          # stated and recomputed epsilons agree to this relative tolerance
+
+
+def number(x: Any) -> float:
+    """A stated epsilon or delta as a float ("inf", as JSON writes infinity, included)."""
+    return math.inf if x in ("inf", math.inf) else float(x)
+
+
+def close(a: Any, b: Any) -> bool:
+    """Whether two stated numbers agree (relative tolerance :data:`REL_TOL`; unreadable ones never do)."""
+    try:
+        x, y = number(a), number(b)
+    except (TypeError, ValueError):
+        return False
+    if math.isinf(x) or math.isinf(y):
+        return x == y
+    return math.isclose(x, y, rel_tol=REL_TOL, abs_tol=0.0)

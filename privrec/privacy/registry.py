@@ -133,6 +133,55 @@ def _release_jlt(method: str) -> Release:
     return release
 
 
+# ---------------------------------------------------------------------------------------------- certificates
+# how a release's reader re-checks a certificate from the parameters it records (privrec.release.verify):
+# recompute(parameters) -> the guarantee they give, or, where the reader cannot recompute (a worst case over
+# private data it does not hold), consistent(guarantee dict) -> the problems it can see
+
+def _recompute_sdp(p: dict) -> Guarantee:
+    from privrec.privacy import sdp
+
+    return sdp.guarantee(p["epsilon"], p["n_items"], p["max_len"])
+
+
+def _recompute_jlt(p: dict) -> Guarantee:
+    from privrec.privacy.jlt_accounting import guarantee
+
+    kw = dict(method=p["method"], w=p["w"], delta=p["delta"], n_prime=p["n_prime"], n_users=p["n_users"],
+              n_items=p["n_items"], epsilon=p.get("epsilon_requested"), calibration=p.get("calibration", "paper"),
+              lift=p.get("lift", "full"), center=p.get("center", True), max_change=p.get("max_change", 1.0))
+    if p["method"] == "sjlt":
+        kw.update(q=p["q"], coherence=p["coherence"])
+    return guarantee(**kw)
+
+
+def _consistent_rr(g: dict) -> list[str]:
+    """Randomised response's guarantee is a worst case over the private histories, which a reader does not
+    hold; what it can check: inside Thm 3.1's validity the stated epsilon is the requested one."""
+    from privrec.privacy.guarantee import close
+
+    p = g["parameters"]
+    if g.get("valid", True) and not close(g.get("epsilon"), p.get("epsilon")):
+        return [f"guarantee.epsilon {g.get('epsilon')} is not the epsilon {p.get('epsilon')} its parameters give "
+                "(inside Thm 3.1's validity they are equal)"]
+    return []
+
+
+def _consistent_features(g: dict) -> list[str]:
+    from privrec.privacy.features import choose_k
+    from privrec.privacy.guarantee import close
+
+    p = g["parameters"]
+    k = choose_k(float(p["epsilon1"]), int(p["n_attributes"]))
+    bad = []
+    if int(p.get("k", -1)) != k or not close(p.get("per_attribute_epsilon"), float(p["epsilon1"]) / k):
+        bad.append(f"parameters k / per_attribute_epsilon do not follow from epsilon1 = {p['epsilon1']} over "
+                   f"{p['n_attributes']} attributes (k = {k})")
+    if not close(g.get("epsilon"), p.get("epsilon1")):
+        bad.append(f"guarantee.epsilon {g.get('epsilon')} is not epsilon1 = {p.get('epsilon1')}")
+    return bad
+
+
 def _audits(module: str, **cases: Callable[[object, float | None], dict]) -> Mapping[str, AuditCase]:
     """Audit case builders by name, each ``case(epsilon or None) -> dict`` (see privrec.privacy.audit)."""
     def bind(fn):
@@ -158,31 +207,35 @@ class Mechanism:
     release: Release | None = None                          # publish on arrays (None: its own entry point)
     options: frozenset[str] = frozenset()    # capabilities the CLI asks about: delta (an (eps, delta) guarantee),
                                              # alt_map (semantic alternatives), aux (one domain of cross-domain data)
+    certified_as: tuple[str, ...] = ()       # the guarantee names its releases' certificates carry
+    recompute: Callable[[dict], Guarantee] | None = None      # certificate parameters -> the guarantee they give
+    consistent: Callable[[dict], list[str]] | None = None     # else: what a reader can check (problems found)
 
 
 MECHANISMS: dict[str, Mechanism] = {m.name: m for m in (
     Mechanism("sdp", "PriCDSR", "privrec.privacy.sdp", "sequences", 10.0,
               "replace/swap random mechanism on front-padded rows (epsilon-SDP)", _sdp,
               _audits("privrec.privacy.sdp", sdp=lambda M, x: M.audit_case(_e(x, 1.0))),
-              _release_sdp, frozenset({"aux"})),
+              _release_sdp, frozenset({"aux"}), ("pricdsr-sdp",), recompute=_recompute_sdp),
     Mechanism("rr", "randomised-response SR (Mu & Lim)", "privrec.privacy.rr", "sequences", 1.0,
               "keep each history item or replace it by its semantic alternative (Bayesian posterior-odds bound)", _rr,
               _audits("privrec.privacy.rr", rr=lambda M, x: M.audit_case(_e(x, 1.0))),
-              _release_rr, frozenset({"alt_map"})),
+              _release_rr, frozenset({"alt_map"}), ("mu-lim-rr", "mu-lim-rr-positional"), consistent=_consistent_rr),
     Mechanism("jlt", "PriCDR", "privrec.privacy.jlt", "rating-matrix", 1.0,
               "Johnson-Lindenstrauss projection of the rating matrix with a lift (Gaussian M)", _jlt("jlt"),
               _audits("privrec.privacy.jlt", jlt=lambda M, x: M.audit_case("jlt", _e(x, 1.0))),
-              _release_jlt("jlt"), frozenset({"delta", "aux"})),
+              _release_jlt("jlt"), frozenset({"delta", "aux"}), ("pricdr-jlt",), recompute=_recompute_jlt),
     Mechanism("sjlt", "PriCDR", "privrec.privacy.jlt", "rating-matrix", 1.0,
               "sparse-aware JLT: M = P H D with a fast Walsh-Hadamard transform", _jlt("sjlt"),
               _audits("privrec.privacy.jlt", sjlt=lambda M, x: M.audit_case("sjlt", _e(x, 1.0))),
-              _release_jlt("sjlt"), frozenset({"delta", "aux"})),
+              _release_jlt("sjlt"), frozenset({"delta", "aux"}), ("pricdr-sjlt",), recompute=_recompute_jlt),
     Mechanism("features", "DIPSGNN", "privrec.privacy.features", "user-features", 1.0,
               "epsilon1-LDP user features: piecewise mechanism (numerical) + OUE (categorical), k of n attributes",
               _features,
               _audits("privrec.privacy.features", features=lambda M, x: M.audit_case(_e(x, 1.0), "features"),
                       piecewise=lambda M, x: M.audit_case(_e(x, 1.0), "piecewise"),
-                      oue=lambda M, x: M.audit_case(_e(x, 1.0), "oue"))),
+                      oue=lambda M, x: M.audit_case(_e(x, 1.0), "oue")),
+              certified_as=("dipsgnn-user-features",), consistent=_consistent_features),
     Mechanism("graph", "DIPSGNN", "privrec.privacy.graph", None, 1.0,
               "clipped rows + Gaussian noise in every aggregation step of the gated GNN", _graph,
               _audits("privrec.privacy.graph", graph=lambda M, x: M.audit_case(),
@@ -234,3 +287,12 @@ def guarantee_of(name: str, epsilon: float | None = None, *, delta: float = 1e-5
 def audit_cases() -> dict[str, AuditCase]:
     """Audit case builders by name: ``case(epsilon or None) -> dict`` (see privrec.privacy.audit)."""
     return {name: case for m in MECHANISMS.values() for name, case in m.audits.items()}
+
+
+def certifier(guarantee_name: str) -> Mechanism | None:
+    """The entry whose releases carry certificates of ``guarantee_name`` (None: no release of privrec's)."""
+    return next((m for m in MECHANISMS.values() if guarantee_name in m.certified_as), None)
+
+
+def certified_names() -> list[str]:
+    return sorted(n for m in MECHANISMS.values() for n in m.certified_as)

@@ -16,66 +16,12 @@ certificate for a release that was not made that way; the facts a reader can che
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from pathlib import Path
 
 from privrec.errors import ParameterError, ReleaseError
-from privrec.privacy.guarantee import Guarantee
-
-REL_TOL = 1e-9
-
-
-def _sdp(p: dict) -> Guarantee:
-    from privrec.privacy import sdp
-
-    return sdp.guarantee(p["epsilon"], p["n_items"], p["max_len"])
-
-
-def _jlt(p: dict) -> Guarantee:
-    from privrec.privacy.jlt_accounting import guarantee
-
-    kw = dict(method=p["method"], w=p["w"], delta=p["delta"], n_prime=p["n_prime"], n_users=p["n_users"],
-              n_items=p["n_items"], epsilon=p.get("epsilon_requested"), calibration=p.get("calibration", "paper"),
-              lift=p.get("lift", "full"), center=p.get("center", True), max_change=p.get("max_change", 1.0))
-    if p["method"] == "sjlt":
-        kw.update(q=p["q"], coherence=p["coherence"])
-    return guarantee(**kw)
-
-
-# guarantee mechanism name -> recomputation from the recorded parameters
-RECOMPUTE: dict[str, Callable[[dict], Guarantee]] = {
-    "pricdsr-sdp": _sdp, "pricdr-jlt": _jlt, "pricdr-sjlt": _jlt,
-}
-
-
-def _consistent_rr(g: dict) -> list[str]:
-    """Randomised response's guarantee is a worst case over the private histories, which a reader does not
-    hold; what it can check: inside Thm 3.1's validity the stated epsilon is the requested one."""
-    p = g["parameters"]
-    if g.get("valid", True) and not _close(g.get("epsilon"), p.get("epsilon")):
-        return [f"guarantee.epsilon {g.get('epsilon')} is not the epsilon {p.get('epsilon')} its parameters give "
-                "(inside Thm 3.1's validity they are equal)"]
-    return []
-
-
-def _consistent_features(g: dict) -> list[str]:
-    from privrec.privacy.features import choose_k
-
-    p = g["parameters"]
-    k = choose_k(float(p["epsilon1"]), int(p["n_attributes"]))
-    bad = []
-    if int(p.get("k", -1)) != k or not _close(p.get("per_attribute_epsilon"), float(p["epsilon1"]) / k):
-        bad.append(f"parameters k / per_attribute_epsilon do not follow from epsilon1 = {p['epsilon1']} over "
-                   f"{p['n_attributes']} attributes (k = {k})")
-    if not _close(g.get("epsilon"), p.get("epsilon1")):
-        bad.append(f"guarantee.epsilon {g.get('epsilon')} is not epsilon1 = {p.get('epsilon1')}")
-    return bad
-
-
-CONSISTENT: dict[str, Callable[[dict], list[str]]] = {
-    "mu-lim-rr": _consistent_rr, "mu-lim-rr-positional": _consistent_rr, "dipsgnn-user-features": _consistent_features,
-}
+from privrec.privacy.guarantee import close as _close
+from privrec.privacy.guarantee import number as _num
+from privrec.privacy.registry import certified_names, certifier
 
 
 def check_certificate(cert: dict, folder: str | Path) -> None:
@@ -89,19 +35,20 @@ def check_certificate(cert: dict, folder: str | Path) -> None:
     if cert.get("mechanism") not in (None, name):
         raise ReleaseError(f"{where}: the certificate names mechanism {cert.get('mechanism')!r} but its guarantee "
                            f"{name!r}; it was edited: publish again")
-    if name in RECOMPUTE:
+    entry = certifier(name)
+    if entry is not None and entry.recompute is not None:
         try:
-            true = RECOMPUTE[name](g["parameters"]).to_dict()
+            true = entry.recompute(g["parameters"]).to_dict()
         except (KeyError, TypeError, ValueError, ParameterError) as exc:
             raise ReleaseError(f"{where}: the guarantee's parameters do not describe a {name} release ({exc}); "
                                "publish again") from None
         problems = _differences(g, true, "guarantee")
         problems += _summary_problems(cert.get("summary"), true)
-    elif name in CONSISTENT:
-        problems = CONSISTENT[name](g)
+    elif entry is not None and entry.consistent is not None:
+        problems = entry.consistent(g)
     else:
         raise ReleaseError(f"{where}: unknown mechanism {name!r}; privrec reads releases of "
-                           f"{', '.join(sorted(RECOMPUTE) + sorted(CONSISTENT))}")
+                           f"{', '.join(certified_names())}")
     if problems:
         raise ReleaseError(f"{where} does not hold: {problems[0]}" + (f" (and {len(problems) - 1} more)"
                            if len(problems) > 1 else "") + "; the certificate was edited after it was issued: "
@@ -149,16 +96,3 @@ def _summary_problems(summary, true: dict) -> list[str]:
         return [f"the summary does not state the guarantee's {want}"]
     return []
 
-
-def _num(x) -> float:
-    return math.inf if x in ("inf", math.inf) else float(x)
-
-
-def _close(a, b) -> bool:
-    try:
-        x, y = _num(a), _num(b)
-    except (TypeError, ValueError):
-        return False
-    if math.isinf(x) or math.isinf(y):
-        return x == y
-    return math.isclose(x, y, rel_tol=REL_TOL, abs_tol=0.0)
