@@ -10,7 +10,7 @@ LOCK   := requirements/lock.txt
 PIPTOOLS := pip-tools==7.6.2
 EXTRAS := $(shell $(PYTHON) -c "import tomllib; print(','.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']))")
 
-.PHONY: demo test test-integration test-slow bench lint lock lock-check latest clean
+.PHONY: install demo test test-integration test-slow bench lint lock lock-check latest clean
 
 $(STAMP): $(LOCK) pyproject.toml Makefile
 	@$(PYTHON) requirements/check_lock.py
@@ -22,6 +22,8 @@ $(STAMP): $(LOCK) pyproject.toml Makefile
 	$(PIP) install -q --no-deps --no-build-isolation -e .
 	@$(BIN)/python requirements/check_lock.py --installed
 	touch $(STAMP)
+
+install: $(STAMP)   # the locked environment only (e.g. on each node of a Ray cluster, docs/cluster.md)
 
 demo: $(STAMP)
 	$(BIN)/privrec demo

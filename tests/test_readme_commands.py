@@ -96,6 +96,8 @@ VARIANTS: dict[str, str] = {
         "reproduce pricdsr --quick --testbed cold3 --data shop.csv --domain-field category --out rep/pricdsr-cold3",
     "privrec reproduce rr": "reproduce rr --quick --no-extras --epochs 1 --epsilons 1 --out rep/rr",
     "privrec reproduce pricdr": "reproduce pricdr --quick --no-sweeps --epochs 1 --methods BPR,PriCDR-J --out rep/pricdr",
+    "privrec reproduce pricdr --quick --ray": "reproduce pricdr --quick --no-sweeps --epochs 1 --methods BPR --ray --out "
+                                              "rep/pricdr-ray",
     "privrec reproduce dipsgnn":
         "reproduce dipsgnn --quick --no-sweeps --epochs 1 --methods SR-GNN,DIPSGNN --out rep/dipsgnn",
     # four Ray start-ups: slow; its pipeline and both Flower runtimes are tested in test_pfcr_pipeline / test_flower

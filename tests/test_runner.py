@@ -235,22 +235,24 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 def test_a_worker_ends_when_its_parent_is_killed(tmp_path):
-    """kill -9 of a ``reproduce --jobs N`` process must not leave its trainings running as orphans."""
+    """kill -9 of a ``reproduce --jobs N`` process must not leave its trainings running as orphans (the local
+    Ray instance shares the driver's fate)."""
     import signal
     import subprocess
     import sys
     import time
 
-    (tmp_path / "sleeper.py").write_text(
-        "import os, time\nfrom privrec.experiments.runner import _exit_with_parent\n"
-        "def sleep_forever(parent, path):\n    _exit_with_parent(parent, every=0.1)\n"
-        "    open(path, 'w').write(str(os.getpid()))\n    time.sleep(120)\n")
-    pidfile = tmp_path / "worker.pid"
-    script = (f"import multiprocessing, os, sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
-              "from concurrent.futures import ProcessPoolExecutor\nfrom sleeper import sleep_forever\n"
+    pidfile, state = tmp_path / "worker.pid", tmp_path / "out.state" / "s.pt"
+    script = ("import os, time\nfrom pathlib import Path\n"
+              "from privrec.experiments.parallel import Backend, train_all\n"
+              "from privrec.experiments.runner import RunSpec\n"
+              "class Sleeper:\n"
+              "    def train(self, spec, state, log):\n"
+              f"        Path({str(pidfile)!r}).write_text(str(os.getpid()))\n"
+              "        time.sleep(120)\n"
               "if __name__ == '__main__':\n"
-              "    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as pool:\n"
-              f"        pool.submit(sleep_forever, os.getpid(), {str(pidfile)!r}).result()\n")
+              f"    train_all(Sleeper(), [RunSpec('s', 0, {{}})], {{'s': Path({str(state)!r})}}, Backend(jobs=2),\n"
+              "              lambda r: None, lambda left: '', print)\n")
     parent = subprocess.Popen([sys.executable, "-c", script])
     try:
         deadline = time.monotonic() + 120
@@ -260,9 +262,9 @@ def test_a_worker_ends_when_its_parent_is_killed(tmp_path):
         assert _alive(worker)
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while _alive(worker) and time.monotonic() < deadline:
-            time.sleep(0.1)
+            time.sleep(0.2)
         assert not _alive(worker)
     finally:
         parent.kill()

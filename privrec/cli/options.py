@@ -31,8 +31,22 @@ def command_line() -> str | None:
 
 
 def grid_options(f):
-    """The runner's options of every ``reproduce`` command: threads, parallel jobs, resume, merging
-    other progress files, report only."""
+    """The runner's options of every ``reproduce`` command: threads, parallel jobs, a Ray cluster, resume,
+    merging other progress files, report only. ``--ray`` and ``--gpus-per-run`` reach the command as one
+    ``ray`` argument (a :class:`~privrec.experiments.parallel.RayTarget`, or None)."""
+    import functools
+
+    body = f
+
+    @functools.wraps(body)
+    def command(*args, ray=None, gpus_per_run=0.0, **kwargs):
+        from privrec.experiments.parallel import RayTarget
+
+        if gpus_per_run and ray is None:
+            raise ParameterError("--gpus-per-run asks Ray for GPUs: give it with --ray [ADDRESS]")
+        return body(*args, ray=None if ray is None else RayTarget(ray, gpus_per_run), **kwargs)
+
+    f = command
     f = click.option("--report-only", is_flag=True,
                      help="Train nothing: write the report from the finished runs, listing the missing ones.")(f)
     f = click.option("--add-progress", "add_progress", multiple=True, type=click.Path(dir_okay=False, exists=True),
@@ -41,8 +55,16 @@ def grid_options(f):
     f = click.option("--resume/--no-resume", default=True, show_default=True,
                      help="Reuse finished runs recorded in OUT.progress.jsonl by an earlier, interrupted run.")(f)
     f = click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Train this many runs at once in worker processes (~1.5 GB memory each on ML-1M); "
-                          "the numbers are those of a one-process run.")(f)
+                     help="Train this many runs at once on this machine's CPUs, as tasks of a local Ray instance "
+                          "(~1.5 GB memory each on ML-1M); the numbers are those of a one-process run. On a GPU "
+                          "machine: --ray --gpus-per-run 0.5 (two runs per GPU).")(f)
+    f = click.option("--gpus-per-run", "gpus_per_run", type=click.FloatRange(min=0, max=64), default=0.0,
+                     help="With --ray: GPUs each run asks for (1, or 0.5 to share one between two runs); runs land "
+                          "on GPU nodes and train there; Ray's runs without it never touch a GPU.")(f)
+    f = click.option("--ray", "ray", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS]",
+                     help="Train the runs as Ray tasks: on a new local Ray instance (--ray alone), or on the cluster "
+                          "at ADDRESS (host:port of its head; auto on a machine where 'ray start' ran). The output "
+                          "must be on storage every node mounts at the same path (docs/cluster.md).")(f)
     f = click.option("--threads", type=int, default=None, help="torch CPU threads per training (default 1).")(f)
     from privrec.cli.config import config_option
 

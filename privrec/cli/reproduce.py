@@ -10,6 +10,7 @@ import click
 from privrec.cli.fields import field_options, fields_of
 from privrec.cli.options import command_line, default_out, grid_options, parse_seeds, testbed_options
 from privrec.errors import ParameterError
+from privrec.experiments.parallel import RayTarget
 
 
 @click.group()
@@ -35,7 +36,7 @@ def _grid_setup(module, quick: bool, seeds: str | None, methods: str | None, thr
 
 
 def _launch(reproduce_fn, cfg, name: str, quick: bool, out: str, epochs: int | None, log, resume: bool,
-            add_progress: tuple[str, ...], report_only: bool, jobs: int, threads: int | None):
+            add_progress: tuple[str, ...], report_only: bool, jobs: int, threads: int | None, ray: RayTarget | None = None):
     """The shared tail of the grid commands: --epochs applied, the run announced, the grid reproduced."""
     if epochs:
         cfg = replace(cfg, train=replace(cfg.train, epochs=epochs))
@@ -47,14 +48,14 @@ def _launch(reproduce_fn, cfg, name: str, quick: bool, out: str, epochs: int | N
     with run_log(out, command):
         return cfg, reproduce_fn(cfg, out, log=log, resume=resume, add_progress=add_progress,
                                  train_missing=not report_only, keep_capped_states=not quick,
-                                 command=command, workers=jobs, threads=threads or 1)
+                                 command=command, workers=jobs, threads=threads or 1, ray=ray)
 
 
 def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | None = None,
                 threads: int | None = None, resume: bool = True, add_progress: tuple[str, ...] = (),
                 report_only: bool = False, sources: tuple[str, ...] = (), domain_field: str | None = None,
                 jobs: int = 1, epsilons: str | None = None, testbed: str = "dense",
-                fields: dict[str, str] | None = None) -> dict:
+                fields: dict[str, str] | None = None, ray: RayTarget | None = None) -> dict:
     import torch
 
     from privrec.data.fetch import fetch
@@ -100,7 +101,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
     with run_log(out, command):
         result = P.reproduce(cfg, out, log=log, data=data, resume=resume, add_progress=add_progress,
                              train_missing=not report_only, keep_capped_states=not quick, command=command,
-                             workers=jobs, threads=threads or 1)
+                             workers=jobs, threads=threads or 1, ray=ray)
     rows = [[f"{s['target']} ← {s['aux']}",
              s["variant"] + (f" (ε={s['epsilon']:g})" if s["epsilon"] is not None else "") + ("†" if s["capped"] else "")]
             + [pm(s["test"].get(c)) for c in ("ndcg@10 (sampled)", "hr@10 (sampled)", "ndcg@10 (full)")]
@@ -131,7 +132,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
                                                    "(exactly two values).")
 @field_options
 def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: str | None,
-            threads: int | None, jobs: int,
+            threads: int | None, jobs: int, ray: RayTarget | None,
             resume: bool, add_progress: tuple[str, ...], report_only: bool, sources: tuple[str, ...],
             domain_field: str | None, testbed: str, **field_kw) -> None:
     """PriCDSR Tables II-III analogs: DASL-single, DASL, PriCDSR-DASL on ML-1M split by genre.
@@ -144,7 +145,7 @@ def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilo
         raise ParameterError("--user-field/--item-field/--rating-field/--time-field name the columns of your --data "
                              "file(s); without --data the data is ML-1M, whose columns privrec knows")
     run_pricdsr(quick, default_out("pricdsr", out, testbed, quick), seeds, epochs, threads, resume, add_progress,
-                report_only, sources, domain_field, jobs, epsilons, testbed, fields_of(**field_kw))
+                report_only, sources, domain_field, jobs, epsilons, testbed, fields_of(**field_kw), ray)
 
 
 @reproduce.command("rr")
@@ -161,7 +162,7 @@ def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilo
                    "sets, e.g. beauty (Amazon Beauty, the paper's short-history case: alternatives from attributes).")
 @grid_options
 def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: str | None, methods: str | None,
-       no_extras: bool, dataset: str, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...],
+       no_extras: bool, dataset: str, threads: int | None, jobs: int, ray: RayTarget | None, resume: bool, add_progress: tuple[str, ...],
        report_only: bool) -> None:
     """Mu & Lim's Fig. 1 (GRU4Rec, BERT4Rec, RR-BERT4Rec on randomised-response histories, ε from 1/10 to
     1/10,000), its ablations and Fig. 2 (position of the strongly obfuscated window) on ML-1M.
@@ -184,7 +185,7 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
     kw["dataset"] = dataset
     out = default_out("rr" if dataset == "ml-1m" else f"rr-{dataset}", out, quick=quick)
     cfg, result = _launch(R.reproduce, R.RRConfig(**kw), "randomised-response", quick, out, epochs, log, resume,
-                          add_progress, report_only, jobs, threads)
+                          add_progress, report_only, jobs, threads, ray)
     rows = [[s["method"], "–" if s["epsilon"] is None else f"{s['epsilon']:g}", s["alternatives"] or "–",
              "–" if s["position"] is None else f"{s['position']:g}"]
             + [pm(s["test"].get(c)) for c in ("hr@1 (sampled)", "ndcg@5 (sampled)", "ndcg@10 (full)")]
@@ -208,7 +209,7 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
                                               "'--seeds 0 --figures 2' fits in about 8 CPU-hours on ML-1M.")
 @grid_options
 def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods: str | None, no_sweeps: bool,
-           sweep_epochs: int | None, figures: str | None, threads: int | None, jobs: int, resume: bool,
+           sweep_epochs: int | None, figures: str | None, threads: int | None, jobs: int, ray: RayTarget | None, resume: bool,
            add_progress: tuple[str, ...], report_only: bool, testbed: str) -> None:
     """PriCDR's Table 1 (single-domain baselines, DDTCDR, PriCDR-SYM/-J/-S, HeteroCDR on the raw source,
     a pure-noise control) in both directions of ML-1M's genre domains, and Figs. 2-5 (ε, n', SJLT
@@ -231,7 +232,7 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
     if figures:
         kw.update(P.only_figures([f.strip() for f in figures.split(",") if f.strip()]))
     cfg, result = _launch(P.reproduce, P.PriCDRConfig(**kw), "PriCDR", quick, out, epochs, log, resume, add_progress,
-                          report_only, jobs, threads)
+                          report_only, jobs, threads, ray)
     from privrec.experiments.pricdr_report import TABLE, table1_cells
 
     for target, source in cfg.directions:
@@ -262,7 +263,7 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
                                               "'--figures 3,4' adds 4 runs of ~45 CPU-min each on ML-1M.")
 @grid_options
 def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, methods: str | None, no_sweeps: bool,
-            figures: str | None, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
+            figures: str | None, threads: int | None, jobs: int, ray: RayTarget | None, resume: bool, add_progress: tuple[str, ...], report_only: bool) -> None:
     """DIPSGNN's Table 2 (non-private SASRec, GRU4Rec, SR-GNN, APGNN; private DP-SGD, EdgeRand, DIPSGNN at
     ε₁ = 20, ε₂ = 5 under the paper's and honest accounting) and Figs. 3-7 (ε₂, ε₁, T, C, ablation) on ML-1M,
     each private run with its true ε.
@@ -278,7 +279,7 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
         kw.update(D.only_figures([f.strip() for f in figures.split(",") if f.strip()]))
     out = default_out("dipsgnn", out, quick=quick)
     cfg, result = _launch(D.reproduce, D.DIPSGNNConfig(**kw), "DIPSGNN", quick, out, epochs, log, resume, add_progress,
-                          report_only, jobs, threads)
+                          report_only, jobs, threads, ray)
     from privrec.experiments.dipsgnn_report import _eps, _name
     from privrec.experiments.report import text_table
 
@@ -331,7 +332,7 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
          epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, strategies: str | None,
          no_fedprox: bool, baselines: str | None, patience: int | None, batch_size: int | None, no_federation: bool,
          no_local: bool,
-         no_sweeps: bool, threads: int | None, jobs: int, resume: bool, add_progress: tuple[str, ...], report_only: bool,
+         no_sweeps: bool, threads: int | None, jobs: int, ray: RayTarget | None, resume: bool, add_progress: tuple[str, ...], report_only: bool,
          testbed: str) -> None:
     """PFCR's Tables 1-3 on two disjoint ML-1M platforms (action / drama; users and items disjoint):
     GRU4Rec, SASRec, BERT4Rec (cloze), the code encoder alone (PFCR-FD, PFCR-F), and the federation on Flower (PFCR-D, light
@@ -370,7 +371,7 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
     if budget:
         cfg = replace(cfg, train=replace(cfg.train, **budget))
     cfg, result = _launch(P.reproduce, cfg, "PFCR", quick, out, epochs, log, resume, add_progress,
-                          report_only, jobs, threads)
+                          report_only, jobs, threads, ray)
     doms = result["domains"]
     rows = [[s["row"]] + [f"{s['test'][d]['R@10']['mean']:.2f}" for d in doms] + [_eps(s["epsilon"])]
             for s in result["summary"]]

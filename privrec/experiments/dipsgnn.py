@@ -36,6 +36,7 @@ from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import runner
 from privrec.experiments.caps import train_cap
+from privrec.experiments.parallel import RayTarget
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.privacy.validate import check_delta, check_epsilon
 from privrec.training.trainer import TrainConfig
@@ -296,7 +297,7 @@ def load_data(cfg: DIPSGNNConfig):
 
 def reproduce(cfg: DIPSGNNConfig, out_dir: str | Path, log: Callable[[str], None] = print, resume: bool = True,
               add_progress: Sequence[str | Path] = (), train_missing: bool = True, keep_capped_states: bool = True,
-              command: str | None = None, workers: int = 1, threads: int = 1) -> dict:
+              command: str | None = None, workers: int = 1, threads: int = 1, ray: RayTarget | None = None) -> dict:
     """Table 2 and Figs. 3-7 analogs: runs recorded in ``OUT.progress.jsonl``, the report in ``out_dir``."""
     from privrec.experiments import dipsgnn_report as R
 
@@ -308,4 +309,4 @@ def reproduce(cfg: DIPSGNNConfig, out_dir: str | Path, log: Callable[[str], None
     return runner.reproduce_grid(cfg, lambda c, pub: DIPSGNNExperiment(c, inter, split), R, out_dir, log=log,
                                  describe=result_line, started=t0, resume=resume, add_progress=add_progress,
                                  train_missing=train_missing, keep_capped_states=keep_capped_states,
-                                 command=command, workers=workers, threads=threads)
+                                 command=command, workers=workers, threads=threads, ray=ray)

@@ -34,6 +34,7 @@ import numpy as np
 from privrec.errors import ParameterError
 from privrec.experiments import runner
 from privrec.experiments.caps import train_cap
+from privrec.experiments.parallel import RayTarget
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.privacy.validate import check_epsilon
 from privrec.training.federated import MODES
@@ -325,7 +326,7 @@ def load_data(cfg: PFCRConfig):
 
 def reproduce(cfg: PFCRConfig, out_dir: str | Path, log: Callable[[str], None] = print, resume: bool = True,
               add_progress: Sequence[str | Path] = (), train_missing: bool = True, keep_capped_states: bool = True,
-              command: str | None = None, workers: int = 1, threads: int = 1, data=None) -> dict:
+              command: str | None = None, workers: int = 1, threads: int = 1, ray: RayTarget | None = None, data=None) -> dict:
     """Tables 1–3 analogs: runs recorded in ``OUT.progress.jsonl``, the report in ``out_dir``.
     ``data``: (MultiDomainData, item text embeddings in domain order) instead of :func:`load_data`'s."""
     from privrec.experiments import pfcr_report as R
@@ -335,9 +336,11 @@ def reproduce(cfg: PFCRConfig, out_dir: str | Path, log: Callable[[str], None] =
     for s in data.statistics():
         log(f"domain {s['domain']}: {s['users']:,} users, {s['items']:,} items, {s['interactions']:,} interactions "
             f"(avg length {s['avg_seq_len']:.1f}, density {s['density']:.4f})")
-    if workers > 1 and any(lab["method"] == "PFCR" for lab in cells(cfg)):
-        workers = 1                      # a federation starts its own processes (Ray or SuperNodes)
+    if (workers > 1 or ray is not None) and any(lab["method"] == "PFCR" for lab in cells(cfg)):
+        log("PFCR's federation starts its own processes (Flower's Ray simulation): its grid trains in this "
+            "process, one run at a time")
+        workers, ray = 1, None
     return runner.reproduce_grid(replace(cfg), lambda c, pub: PFCRExperiment(c, data, emb), R, out_dir, log=log,
                                  describe=result_line, started=t0, resume=resume, add_progress=add_progress,
                                  train_missing=train_missing, keep_capped_states=keep_capped_states,
-                                 command=command, workers=workers, threads=threads)
+                                 command=command, workers=workers, threads=threads, ray=ray)

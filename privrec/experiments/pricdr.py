@@ -37,6 +37,7 @@ from privrec.data.testbed import identity
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import runner
+from privrec.experiments.parallel import RayTarget
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.privacy.validate import check_epsilon
 from privrec.training.trainer import TrainConfig
@@ -402,7 +403,7 @@ def load_data(cfg: PriCDRConfig, data: CrossDomainData | None = None) -> CrossDo
 
 def reproduce(cfg: PriCDRConfig, out_dir: str | Path, log: Callable[[str], None] = print, resume: bool = True,
               add_progress: Sequence[str | Path] = (), train_missing: bool = True, keep_capped_states: bool = True,
-              command: str | None = None, workers: int = 1, threads: int = 1,
+              command: str | None = None, workers: int = 1, threads: int = 1, ray: RayTarget | None = None,
               data: CrossDomainData | None = None) -> dict:
     """Table 1 and Figs. 2–5 analogs: runs in ``OUT.progress.jsonl``, releases in ``OUT.published/``,
     the report (tables, figures, certificates) in ``out_dir``."""
@@ -415,7 +416,7 @@ def reproduce(cfg: PriCDRConfig, out_dir: str | Path, log: Callable[[str], None]
     return runner.reproduce_grid(cfg, lambda c, pub: PriCDRExperiment(c, data, pub), R, out_dir, log=log,
                                  describe=result_line, started=t0, resume=resume, add_progress=add_progress,
                                  train_missing=train_missing, keep_capped_states=keep_capped_states,
-                                 command=command, workers=workers, threads=threads)
+                                 command=command, workers=workers, threads=threads, ray=ray)
 
 
 def train_target(model: str, target: str, source: str | Path | None, cfg: PriCDRConfig, seeds: Sequence[int],

@@ -30,6 +30,7 @@ from privrec.data.testbed import identity
 from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig, evaluate
 from privrec.experiments import runner
+from privrec.experiments.parallel import RayTarget
 from privrec.experiments.runner import RunRecord, RunSpec
 from privrec.models.dasl import DASL
 from privrec.privacy.validate import check_epsilon
@@ -214,7 +215,7 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
               data: CrossDomainData | None = None, resume: bool = True,
               add_progress: Sequence[str | Path] = (), train_missing: bool = True,
               keep_capped_states: bool = True, command: str | None = None, workers: int = 1,
-              threads: int = 1) -> dict:
+              threads: int = 1, ray: RayTarget | None = None) -> dict:
     """Table II (both directions) and Table III (ε sweep) analogs, plot and report in ``out_dir``.
 
     Finished runs go to ``OUT_DIR.progress.jsonl``, the run in flight keeps its per-epoch state in
@@ -238,4 +239,4 @@ def reproduce(cfg: PriCDSRConfig, out_dir: str | Path, log: Callable[[str], None
     return runner.reproduce_grid(cfg, lambda c, pub: PriCDSRExperiment(c, data, pub), R, out_dir, log=log,
                                  describe=result_line, started=t0, resume=resume, add_progress=add_progress,
                                  train_missing=train_missing, keep_capped_states=keep_capped_states,
-                                 command=command, workers=workers, threads=threads)
+                                 command=command, workers=workers, threads=threads, ray=ray)

@@ -36,6 +36,7 @@ from privrec.errors import ParameterError
 from privrec.evaluation.evaluator import EvalConfig
 from privrec.experiments import runner
 from privrec.experiments.caps import train_cap
+from privrec.experiments.parallel import RayTarget
 from privrec.experiments.rr_release import (
     ALTERNATIVES,
     alternative_map,
@@ -286,7 +287,7 @@ def load_data(cfg: RRConfig):
 
 def reproduce(cfg: RRConfig, out_dir: str | Path, log: Callable[[str], None] = print, resume: bool = True,
               add_progress: Sequence[str | Path] = (), train_missing: bool = True, keep_capped_states: bool = True,
-              command: str | None = None, workers: int = 1, threads: int = 1) -> dict:
+              command: str | None = None, workers: int = 1, threads: int = 1, ray: RayTarget | None = None) -> dict:
     """Fig. 1 / Fig. 2 analogs and ablations: runs recorded in ``OUT.progress.jsonl``, releases in
     ``OUT.published/``, the report (tables + certificates of every release) in ``out_dir``."""
     from privrec.experiments import rr_report as R
@@ -297,4 +298,4 @@ def reproduce(cfg: RRConfig, out_dir: str | Path, log: Callable[[str], None] = p
     return runner.reproduce_grid(cfg, lambda c, pub: RRExperiment(c, inter, split, pub), R, out_dir, log=log,
                                  describe=result_line, started=t0, resume=resume, add_progress=add_progress,
                                  train_missing=train_missing, keep_capped_states=keep_capped_states,
-                                 command=command, workers=workers, threads=threads)
+                                 command=command, workers=workers, threads=threads, ray=ray)

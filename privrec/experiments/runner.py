@@ -22,14 +22,14 @@ rest, the same way for every paper:
   (data, not committed) are absent, still lists every release. A finished run recorded without one
   gets it once: from its folder, or by re-publishing the release from its seed (deterministic, and
   cheap beside training), recorded as a new line of the progress file;
-* **jobs**: ``jobs > 1`` trains in that many spawned worker processes; each run is seeded on its
-  own, so the numbers equal a one-process run.
+* **jobs, clusters**: ``jobs > 1`` trains that many runs at once as tasks of a local Ray instance,
+  ``ray`` sends them to a Ray cluster (:mod:`privrec.experiments.parallel`: one code path); each run
+  is seeded on its own, so the numbers equal a one-process run.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +40,7 @@ import numpy as np
 from privrec.errors import ParameterError, ReleaseError
 from privrec.experiments.caps import epochs_run, reusable, stopped_early
 from privrec.experiments.certificates import certificate_of, record_certificates
+from privrec.experiments.parallel import Backend, RayTarget, train_all
 from privrec.experiments.progress import (  # noqa: F401  (the runner's public names, as before)
     RunRecord,
     _readable_run,
@@ -135,53 +136,13 @@ class Outcome:
     remaining: dict = field(default_factory=dict)   # cost estimate of the missing runs (remaining_cost)
 
 
-_WATCHING: list[int] = []                   # the parent pid a worker's watchdog follows (set once per worker)
-
-
-def _exit_with_parent(parent: int, every: float = 1.0) -> None:
-    """Watchdog of a worker: end this process as soon as its parent is gone (killed, or exited without
-    shutting the pool down), so a stopped ``reproduce`` never leaves orphan trainings running. A run
-    stopped this way resumes from its last saved state like any other interruption."""
-    import threading
-    import time
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every)
-        os._exit(1)
-
-    if not _WATCHING:
-        _WATCHING.append(parent)
-        threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
-def _train_in_worker(exp: Experiment, spec: RunSpec, state: Path, threads: int, parent: int) -> RunRecord:
-    """One training run in a spawned worker process; logs go to stderr."""
-    import sys
-
-    import torch
-
-    from privrec.utils.perf import tune_cpu_allocator
-
-    _exit_with_parent(parent)
-    tune_cpu_allocator()                      # a worker is a process entry point of its own
-    torch.set_num_threads(threads)
-    return exp.train(spec, state, lambda m: print(m, file=sys.stderr, flush=True))
-
-
-def _stop_workers(pool) -> None:
-    """Cancel what has not started and terminate the running workers (their states stay as last saved)."""
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
-        proc.terminate()
-
-
 def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_progress: Sequence[str | Path] = (),
             train_missing: bool = True, jobs: int = 1, threads: int = 1, keep_capped_states: bool = True,
-            log: Log = print, describe: Callable[[RunRecord], str] | None = None) -> Outcome:
-    """Train every run of ``exp`` not yet finished (see module doc) and return all finished ones."""
-    if jobs < 1 or threads < 1:
-        raise ParameterError(f"jobs and threads must be >= 1, got {jobs} and {threads}")
+            log: Log = print, describe: Callable[[RunRecord], str] | None = None, ray: RayTarget | None = None) -> Outcome:
+    """Train every run of ``exp`` not yet finished (see module doc) and return all finished ones: in this
+    process, or as Ray tasks (``jobs > 1`` on this machine, ``ray``: a local instance or a cluster's address;
+    :mod:`privrec.experiments.parallel`)."""
+    backend = Backend(jobs=jobs, threads=threads, ray=ray)
     specs = exp.runs()
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
@@ -239,35 +200,14 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
         finished[record.key] = record
         log(describe(record))
 
-    if jobs > 1 and len(pending) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        log(f"training {len(pending)} runs in {min(jobs, len(pending))} worker processes")
-        with ProcessPoolExecutor(min(jobs, len(pending)), mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_train_in_worker, exp, s, state_of[s.key], threads, os.getpid()): s
-                       for s in pending}
-            failed: BaseException | None = None
-            try:
-                for n_done, future in enumerate(as_completed(futures), 1):   # a failed run does not discard the others
-                    try:
-                        done(future.result())
-                        left = [s for s in pending if s.key not in finished]
-                        if left:
-                            log(f"{n_done} of {len(pending)} runs done; " + eta_text(
-                                remaining_cost(left, list(finished.values()), cap, getattr(exp, "work_of", None)),
-                                min(jobs, len(left))))
-                    except Exception as exc:
-                        log(f"{futures[future].key}: failed: {exc}")
-                        failed = failed or exc
-            except BaseException:                         # interrupted (Ctrl-C, SIGTERM): stop the workers now,
-                _stop_workers(pool)                       # not after their runs (leaving the pool waits for them)
-                raise
-            if failed is not None:
-                raise failed
+    work = getattr(exp, "work_of", None)
+    if backend.uses_ray and pending:
+        parallel = min(backend.jobs, len(pending)) if backend.ray is None else 1
+        train_all(exp, pending, state_of, backend, done,
+                  lambda left: eta_text(remaining_cost(left, list(finished.values()), cap, work), parallel), log)
     else:
         for i, spec in enumerate(pending):
-            log(progress_line(i, pending, list(finished.values()), cap, getattr(exp, "work_of", None)))
+            log(progress_line(i, pending, list(finished.values()), cap, work))
             done(exp.train(spec, state_of[spec.key], log))
     for record in record_certificates(exp, specs, finished, log):
         append_progress(progress, fp[record.key], record)
@@ -357,7 +297,7 @@ def reproduce_grid(cfg, make: Callable[[object, Path], Experiment], report, out_
                    describe: Callable[[RunRecord], str], started: float, resume: bool = True,
                    add_progress: Sequence[str | Path] = (), train_missing: bool = True,
                    keep_capped_states: bool = True, command: str | None = None, workers: int = 1,
-                   threads: int = 1) -> dict:
+                   threads: int = 1, ray: RayTarget | None = None) -> dict:
     """What every ``reproduce`` does after loading its data: the experiment ``make(cfg, published)``
     (releases in ``OUT.published/``; workers train without progress bars) executed, then
     ``report.result(...)`` written with ``report.write`` into ``out_dir``."""
@@ -365,12 +305,13 @@ def reproduce_grid(cfg, make: Callable[[object, Path], Experiment], report, out_
     from dataclasses import replace
 
     published = Path(str(out_dir).rstrip("/") + ".published")
-    run_cfg = replace(cfg, train=replace(cfg.train, progress=False)) if workers > 1 else cfg
+    parallel = workers > 1 or ray is not None        # Ray tasks train without progress bars
+    run_cfg = replace(cfg, train=replace(cfg.train, progress=False)) if parallel else cfg
     paper = report.__name__.rsplit(".", 1)[-1].removesuffix("_report")     # privrec.experiments.pfcr_report: pfcr
     with owned_output(out_dir, paper):
         exp = make(run_cfg, published)
         outcome = execute(exp, out_dir, resume=resume, add_progress=add_progress, train_missing=train_missing,
-                          jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log,
+                          jobs=workers, threads=threads, keep_capped_states=keep_capped_states, log=log, ray=ray,
                           describe=describe)
         result = report.result(cfg, exp, outcome, command=command, seconds=time.perf_counter() - started,
                                env=environment())

@@ -76,7 +76,9 @@ def simulate(bundle: str | Path, log: Log = print, cpus: int | None = None) -> d
     quiet_flower_logs()
     run_simulation(server_app=server_app(str(b.path)), client_app=client_app(str(b.path)), num_supernodes=b.n_domains,
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-                                   "init_args": {"num_cpus": cpus, "include_dashboard": False,
+                                   # address "local": its own instance, never a cluster `ray start` left on
+                                   # this machine (ray.init() would join that one, and refuse num_cpus there)
+                                   "init_args": {"address": "local", "num_cpus": cpus, "include_dashboard": False,
                                                  "logging_level": "error", "log_to_driver": False}})
     return _result(b.path)
 

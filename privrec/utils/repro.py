@@ -108,6 +108,20 @@ def git_commit() -> str | None:
 
 
 @functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)
+def source_digest() -> str:
+    """16 hex digits of SHA-256 over privrec's own Python sources (paths and bytes): two processes on two
+    machines run the same privrec exactly when these agree (a cluster's nodes must)."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def _lock_file() -> bytes | None:
     """``requirements/lock.txt`` of the source tree as this process first read it (None outside a
     checkout): the digest and the mismatch below describe the same bytes for the whole run."""
