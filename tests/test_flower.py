@@ -222,9 +222,83 @@ def test_simulation_and_deployment_run_the_plain_loops_federation(tmp_path):
             np.testing.assert_allclose(np.load(run.global_table(t)), expected[t - 1], rtol=1e-5, atol=1e-6)
         assert json.loads((run.state / "result.json").read_text()) == res
         assert all(len(r["upload_bytes"]) == 2 and min(r["upload_bytes"]) > 0 for r in res["rounds"])
+        if runner_ is deploy:                      # secured by default: TLS from the run's CA, registered keys
+            home = (run.path / "deploy" / "flwr-home" / "config.toml").read_text()
+            assert "root-certificates" in home and "insecure" not in home
+            assert (run.path / "deploy" / "credentials" / "supernode-1.pub").is_file()
     # SCAFFOLD's server control travels beside the table through Flower's messages (the simulation engine)
     expected = plain_loop(_bundle(tmp_path / "plain-scaffold", "paper", strategy="scaffold"))
     run = _bundle(tmp_path / "simulate-scaffold", "paper", strategy="scaffold")
     simulate(run.path, log=lambda m: None)
     for t in (1, 2):
         np.testing.assert_allclose(np.load(run.global_table(t)), expected[t - 1], rtol=1e-5, atol=1e-6)
+
+
+def test_credentials_are_a_ca_a_server_certificate_for_its_hosts_and_one_key_pair_per_supernode(tmp_path):
+    from cryptography import x509
+
+    from privrec.errors import ParameterError
+    from privrec.flower.security import make_credentials
+
+    c = make_credentials(tmp_path / "c", ["127.0.0.1", "link.example.org"], 2)
+    cert = x509.load_pem_x509_certificate(c.certificate.read_bytes())
+    ca = x509.load_pem_x509_certificate(c.ca.read_bytes())
+    cert.verify_directly_issued_by(ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(a) for a in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert names.get_values_for_type(x509.DNSName) == ["link.example.org"]
+    assert c.node_public(1).read_text().startswith("ecdsa-sha2-nistp384 ")
+    for private in (c.key, c.node_key(0), c.node_key(1), c.folder / "ca.key"):
+        assert private.stat().st_mode & 0o077 == 0, private           # owner-only
+    with pytest.raises(ParameterError, match="not empty; credentials are made once"):
+        make_credentials(c.folder, ["127.0.0.1"], 2)
+
+
+@pytest.mark.integration
+def test_a_supernode_with_an_unregistered_key_or_another_ca_is_refused(tmp_path):
+    """SuperNode authentication admits registered keys only; TLS admits a SuperLink whose certificate the
+    SuperNode's CA signed: each refusal ends the deployment at once with the reason and the fix."""
+    import shutil
+
+    from privrec.flower.run import deploy
+    from privrec.flower.security import Credentials, make_credentials, node_keys
+
+    good = make_credentials(tmp_path / "good", ["127.0.0.1", "localhost"], 2)
+    other = make_credentials(tmp_path / "other", ["127.0.0.1"], 2)
+    unknown, wrong_ca = tmp_path / "unknown", tmp_path / "wrong-ca"
+    unknown.mkdir()
+    wrong_ca.mkdir()
+    shutil.copy(good.ca, unknown / "ca.crt")                 # trusts the SuperLink, holds keys nobody registered
+    for k in range(2):
+        node_keys(unknown, k)
+        shutil.copy(good.node_key(k), wrong_ca / f"supernode-{k}")     # registered keys, another CA
+    shutil.copy(other.ca, wrong_ca / "ca.crt")
+    for nodes, reason in ((unknown, "the SuperLink refused its key \\(not registered\\): register its public key"),
+                          (wrong_ca, "it does not trust the SuperLink's TLS certificate")):
+        b = _bundle(tmp_path / f"run-{nodes.name}")
+        with pytest.raises(RuntimeError, match=f"SuperNode 0 could not join the SuperLink: {reason}"):
+            deploy(b.path, log=lambda m: None, credentials=good, node_credentials=Credentials(nodes),
+                   connect_timeout=60)
+        assert not (b.state / "result.json").exists()
+
+
+@pytest.mark.integration
+def test_flwr_run_dot_runs_the_federation_as_flower_users_expect(tmp_path):
+    """``flwr run .`` from the repository (pyproject's [tool.flwr.app]) on a bundle gives the plain loop's tables."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    b = _bundle(tmp_path / "b")
+    expected = plain_loop(_bundle(tmp_path / "plain"))
+    bindir = Path(sys.executable).parent
+    env = {**os.environ, "FLWR_HOME": str(tmp_path / "home"), "FLWR_TELEMETRY_ENABLED": "0",
+           "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run([str(bindir / "flwr"), "run", ".", "--run-config", f"bundle='{b.path}'",
+                           "--federation-config", "num-supernodes=2", "--stream"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    for t in (1, 2):
+        np.testing.assert_allclose(np.load(b.global_table(t)), expected[t - 1], rtol=1e-5, atol=1e-6)

@@ -102,6 +102,7 @@ VARIANTS: dict[str, str] = {
         "reproduce dipsgnn --quick --no-sweeps --epochs 1 --methods SR-GNN,DIPSGNN --out rep/dipsgnn",
     # four Ray start-ups: slow; its pipeline and both Flower runtimes are tested in test_pfcr_pipeline / test_flower
     "privrec reproduce pfcr": "SLOW reproduce pfcr --quick --epochs 1 --rounds 1 --out rep/pfcr",
+    "privrec flower credentials creds --host 127.0.0.1 --nodes 2": "flower credentials creds --host 127.0.0.1 --nodes 2",
 }
 def _progress_of_seed_1() -> None:
     """The record `privrec train` appends when seed 1 is tested, as left by a run that never reported."""

@@ -25,6 +25,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {    # name -> ("module:attribute", 
         "Re-evaluate a saved model on its dataset's split (e.g. with sampled ranking). A model "
         'whose inference draws noise (DIPSGNN) charges its privacy ledger: the checkpoint is '
         'rewritten with the raised certificate.'),
+    "flower": ("privrec.cli.flower:flower",
+        "Run PFCR's federation on real hosts with Flower (TLS, authenticated SuperNodes)."),
     "guarantee": ("privrec.cli.privacy:guarantee",
         "What a parameter setting gives, without touching data (true value next to the paper's "
         "claim); or, with --checkpoint, what a trained model's noisy passes have cost so far (its "

@@ -306,7 +306,10 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
               help="Local epochs per client per round (default 1, the official code's).")
 @click.option("--mode", "runtime", type=click.Choice(["simulation", "deployment"]), default="simulation",
               show_default=True, help="Flower's simulation engine, or a SuperLink and one SuperNode per domain as "
-                                      "processes on 127.0.0.1.")
+                                      "processes on 127.0.0.1, over TLS with authenticated SuperNodes (credentials "
+                                      "made per run; docs/pfcr.md).")
+@click.option("--insecure", is_flag=True, help="--mode deployment in plaintext, without SuperNode authentication "
+                                               "(on 127.0.0.1 only).")
 @click.option("--epsilon", type=float, default=None, help="Codec ε (default 0.5).")
 @click.option("--buckets", type=int, default=None, help="Codec buckets b, a power of two (default 64).")
 @click.option("--hidden", type=int, default=None, help="Encoder and prompt width (default 300, the paper's).")
@@ -328,7 +331,7 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 @click.option("--no-sweeps", is_flag=True, help="No Fig. 3 runs (ε and b sweeps).")
 @grid_options
 def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: int | None, local_epochs: int | None,
-         runtime: str,
+         runtime: str, insecure: bool,
          epsilon: float | None, buckets: int | None, hidden: int | None, codecs: str | None, strategies: str | None,
          no_fedprox: bool, baselines: str | None, patience: int | None, batch_size: int | None, no_federation: bool,
          no_local: bool,
@@ -345,7 +348,9 @@ def pfcr(quick: bool, out: str, seeds: str | None, epochs: int | None, rounds: i
     from privrec.experiments.report import text_table
     from privrec.utils.logs import echo as log
     kw = _grid_setup(P, quick, seeds, None, threads)
-    kw["runtime"] = runtime
+    if insecure and runtime != "deployment":
+        raise ParameterError("--insecure turns off TLS and SuperNode authentication of --mode deployment; give both")
+    kw["runtime"] = "deployment-insecure" if insecure else runtime
     out = default_out("pfcr", out, testbed, quick)
     if testbed != "dense":
         kw.update({"testbed": testbed, **({} if quick else P.TESTBED)})

@@ -41,7 +41,7 @@ from privrec.training.federated import MODES
 from privrec.training.trainer import TrainConfig
 
 BASELINES = {"GRU4Rec": "gru4rec", "SASRec": "sasrec", "BERT4Rec": "bert4rec"}
-RUNTIMES = ("simulation", "deployment")
+RUNTIMES = ("simulation", "deployment", "deployment-insecure")    # deployment: TLS + authenticated SuperNodes
 VARIANTS = ("pretrained", "light", "full")
 
 

@@ -132,7 +132,10 @@ def _federate(cfg, data, codes: list[np.ndarray], mode: str, strategy: str, seed
                            popular_share=cfg.popular_share if popular_share is None else popular_share, max_len=cfg.max_len,
                            model=cfg.model, train=replace(cfg.train, progress=False), seed=seed)
     bundle = write_bundle(folder, [(d.name, d.split, c) for d, c in zip(data.domains, codes)], fed)
-    result = (simulate if cfg.runtime == "simulation" else deploy)(bundle.path, log=log)
+    if cfg.runtime == "simulation":
+        result = simulate(bundle.path, log=log)
+    else:                               # TLS + SuperNode authentication unless asked for plaintext (loopback only)
+        result = deploy(bundle.path, log=log, insecure=cfg.runtime == "deployment-insecure")
     best = int(result["best_round"])
     table = np.load(bundle.global_table(best))
     log(f"federation ({mode}, {strategy}): best round {best} of {cfg.rounds} by validation Recall@10 "

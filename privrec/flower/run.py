@@ -25,6 +25,7 @@ from pathlib import Path
 
 from privrec.errors import ParameterError
 from privrec.flower.bundle import load_bundle
+from privrec.flower.security import Credentials, make_credentials
 
 Log = Callable[[str], None]
 
@@ -122,19 +123,21 @@ default = "privrec"
 
 [superlink.privrec]
 address = "{address}"
-insecure = true
+{security}
 """
 
 
-def write_app(bundle: Path, address: str) -> tuple[Path, Path]:
+def write_app(bundle: Path, address: str, ca: Path | None = None) -> tuple[Path, Path]:
     """The Flower app folder ``flwr run`` submits (its components are privrec's) and a ``FLWR_HOME``
-    whose config names the SuperLink at ``address``: ``(app dir, flwr home)``, under ``BUNDLE/deploy``."""
+    whose config names the SuperLink at ``address`` (verified against the CA certificate ``ca``; plaintext
+    where None): ``(app dir, flwr home)``, under ``BUNDLE/deploy``."""
     app, home = bundle / "deploy" / "app", bundle / "deploy" / "flwr-home"
     app.mkdir(parents=True, exist_ok=True)
     home.mkdir(parents=True, exist_ok=True)
     (app / "pyproject.toml").write_text(APP_TOML.format(bundle=bundle))
     (app / "pfcr_app.py").write_text('"""privrec PFCR Flower app: the components live in privrec.flower.apps."""\n')
-    (home / "config.toml").write_text(FLWR_CONFIG.format(address=address))
+    security = "insecure = true" if ca is None else f'root-certificates = "{ca}"'
+    (home / "config.toml").write_text(FLWR_CONFIG.format(address=address, security=security))
     return app, home
 
 
@@ -161,11 +164,21 @@ def _wait_listening(port: int, proc, log_file: Path, timeout: float = 60.0) -> N
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s; see {log_file}")
 
 
-def deploy(bundle: str | Path, log: Log = print, address: str | None = None, timeout: float = 3600.0) -> dict:
+def deploy(bundle: str | Path, log: Log = print, address: str | None = None, timeout: float = 3600.0,
+           insecure: bool = False, credentials: Credentials | None = None, node_credentials: Credentials | None = None,
+           connect_timeout: float = 120.0) -> dict:
     """Run the bundle's federation on Flower's deployment runtime on this machine: a SuperLink at
     ``address`` (default: a free 127.0.0.1 port) and one SuperNode per domain, separate processes,
     then ``flwr run``; every process is stopped (SIGTERM, then SIGKILL) however the run ends.
+
+    Secured unless ``insecure``: TLS with a certificate from the federation's CA, and SuperNode
+    authentication (``--enable-supernode-auth``: each SuperNode's public key registered with ``flwr
+    supernode register`` before it connects). ``credentials`` (default: made for this run in
+    ``BUNDLE/deploy/credentials``) are the SuperLink's; ``node_credentials`` (default the same) are what the
+    SuperNodes hold: their CA certificate and private keys (tests give other ones to see them refused).
+    A SuperNode not online within ``connect_timeout`` seconds is an error naming its log.
     Process logs: ``BUNDLE/deploy/*.log``."""
+    import shutil
     import signal
     import subprocess
     import sys
@@ -174,11 +187,15 @@ def deploy(bundle: str | Path, log: Log = print, address: str | None = None, tim
     b = load_bundle(str(Path(bundle).resolve()))
     address = check_loopback(address or f"127.0.0.1:{_free_port()}")
     port = int(address.rpartition(":")[2])
-    app, home = write_app(b.path, address)
+    logs = b.path / "deploy"
+    if not insecure and credentials is None:
+        shutil.rmtree(logs / "credentials", ignore_errors=True)
+        credentials = make_credentials(logs / "credentials", ["127.0.0.1", "localhost", "::1"], b.n_domains)
+    nodes = node_credentials or credentials
+    app, home = write_app(b.path, address, None if insecure else credentials.ca)
     bindir = Path(sys.executable).parent
     env = {**os.environ, "FLWR_HOME": str(home), "FLWR_TELEMETRY_ENABLED": "0",
            "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    logs = b.path / "deploy"
     procs: list[subprocess.Popen] = []
 
     def start(name: str, args: list[str]) -> subprocess.Popen:
@@ -189,18 +206,38 @@ def deploy(bundle: str | Path, log: Log = print, address: str | None = None, tim
         procs.append(p)
         return p
 
+    def flwr(*args: str) -> str:
+        done = subprocess.run([str(bindir / "flwr"), *args], env=env, cwd=logs, capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"`flwr {' '.join(args)}` exited with code {done.returncode}: "
+                               f"{(done.stdout + done.stderr).strip()[-600:]}")
+        return done.stdout
+
     try:
-        link = start("superlink", ["flower-superlink", "--insecure", "--disable-runtime-dependency-installation",
+        security = (["--insecure"] if insecure else
+                    ["--ssl-ca-certfile", str(credentials.ca), "--ssl-certfile", str(credentials.certificate),
+                     "--ssl-keyfile", str(credentials.key), "--enable-supernode-auth"])
+        link = start("superlink", ["flower-superlink", *security, "--disable-runtime-dependency-installation",
                                    "--host", "127.0.0.1", "--port", str(port), "--database",
                                    str(logs / "superlink.db")])
         _wait_listening(port, link, logs / "superlink.log")
-        log(f"Flower deployment: SuperLink on {address}, {b.n_domains} SuperNodes ({', '.join(b.names)})")
+        log(f"Flower deployment: SuperLink on {address} ({'plaintext' if insecure else 'TLS, authenticated SuperNodes'})"
+            f", {b.n_domains} SuperNodes ({', '.join(b.names)})")
+        if not insecure:
+            for k in range(b.n_domains):               # the SuperLink admits these keys, and no others
+                flwr("supernode", "register", str(credentials.node_public(k)), "privrec")
         for k in range(b.n_domains):
             node_port = _free_port()
-            node = start(f"supernode{k}", ["flower-supernode", "--insecure", "--superlink", address, "--port",
+            security = (["--insecure"] if insecure else
+                        ["--root-certificates", str(nodes.ca), "--auth-supernode-private-key", str(nodes.node_key(k))])
+            node = start(f"supernode{k}", ["flower-supernode", *security, "--superlink", address, "--port",
                                            str(node_port), "--node-config",
                                            f"partition-id={k} num-partitions={b.n_domains}"])
             _wait_listening(node_port, node, logs / f"supernode{k}.log")
+        if not insecure:
+            _wait_online(lambda: flwr("supernode", "list", "privrec", "--format", "json"), b.n_domains, procs[1:],
+                         logs, connect_timeout)
         with open(logs / "flwr-run.log", "w") as fh:
             rc = subprocess.run([str(bindir / "flwr"), "run", str(app), "privrec", "--stream"], env=env, cwd=logs,
                                 stdout=fh, stderr=subprocess.STDOUT, timeout=timeout).returncode
@@ -220,3 +257,47 @@ def deploy(bundle: str | Path, log: Log = print, address: str | None = None, tim
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
+
+
+def _wait_online(listing, n: int, nodes, logs: Path, timeout: float) -> None:
+    """Until the SuperLink lists ``n`` SuperNodes online; a SuperNode that exits, or is not online within
+    ``timeout`` seconds (refused: a key the SuperLink does not know, a CA that did not sign its
+    certificate), is an error naming its log."""
+    import json
+    import time
+
+    end = time.monotonic() + timeout
+    while True:
+        for k, p in enumerate(nodes):
+            if p.poll() is not None:
+                log_file = logs / f"supernode{k}.log"
+                raise RuntimeError(f"SuperNode {k} could not join the SuperLink: {refusal(log_file)} "
+                                   f"(exit code {p.returncode}; its log: {log_file})")
+        try:
+            listed = json.loads(listing()).get("nodes", [])
+        except (RuntimeError, ValueError):
+            listed = []
+        online = [x for x in listed if str(x.get("status", "")).lower() == "online"]
+        if len(online) >= n:
+            return
+        if time.monotonic() > end:
+            raise RuntimeError(f"{n - len(online)} of {n} SuperNodes did not join the SuperLink within {timeout:.0f} s: "
+                               "a SuperNode whose key is not registered, or that does not trust the SuperLink's "
+                               f"certificate (another CA), is refused; see {logs}/supernode*.log")
+        time.sleep(1.0)
+
+
+def refusal(log_file: Path) -> str:
+    """Why a SuperNode was refused, read from its log, in words naming the fix."""
+    try:
+        text = log_file.read_text(errors="replace")
+    except OSError:
+        return "no log"
+    if "CERTIFICATE_VERIFY_FAILED" in text or "handshake" in text.lower():
+        return ("it does not trust the SuperLink's TLS certificate (signed by another CA than its --root-certificates, "
+                "or issued for another host): give it the federation's ca.crt")
+    if "Failed to activate SuperNode" in text:
+        return ("the SuperLink refused its key (not registered): register its public key with "
+                "`flwr supernode register supernode-K.pub FEDERATION` on the SuperLink's side")
+    lines = [ln for ln in text.splitlines() if "ERROR" in ln]
+    return lines[-1].strip() if lines else "see its log"
