@@ -428,6 +428,12 @@ def test_top_level_help_lines_match_each_commands_own_and_load_no_torch():
             "print(sorted(m for m in ('torch', 'pandas', 'privrec.models', 'dp_accounting') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+    # a reproduce command's --help and a malformed --seeds answer before torch or the data layer loads
+    for argv in (["reproduce", "pricdr", "--help"], ["reproduce", "pfcr", "--seeds", "x", "--report-only"]):
+        code = (f"import sys; from privrec.cli import main; rc = main({argv!r}); "
+                "print(sorted(m for m in ('torch', 'pandas', 'privrec.models') if m in sys.modules))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+        assert out.strip().splitlines()[-1] == "[]", argv
 
 
 def test_a_missing_optional_package_names_the_extra_to_install(monkeypatch, capsys, tmp_path):

@@ -15,6 +15,7 @@ from privrec.cli.options import (
     parse_grad_clip,
     parse_patience,
     parse_seeds,
+    seeds_checked,
 )
 from privrec.errors import ParameterError
 from privrec.models import MODELS
@@ -67,7 +68,7 @@ BUDGET_HELP = ("For a model whose inference draws noise (DIPSGNN): refuse, runni
               help="Clip the gradient norm at NORM each step, or 'none' (default: the protocol's: none for recbole "
                    "and recbole-masked, as RecBole; 5 for raw, dipsgnn and the matrix models).")
 @click.option("--select", "select_metric", default="ndcg@10", show_default=True, help="Validation metric.")
-@click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds; mean ± std is reported.")
+@click.option("--seeds", default="0", show_default=True, callback=seeds_checked, help="Comma-separated seeds; mean ± std is reported.")
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
               help="Model hyperparameter, e.g. --set hidden=64 --set dropout=0.2.")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, or auto.")

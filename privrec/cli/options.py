@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+from typing import TYPE_CHECKING
 
 import click
 
 from privrec.cli.invocation import INVOCATION
 from privrec.data.testbed import TESTBEDS
 from privrec.errors import ParameterError
-from privrec.evaluation.evaluator import EvalConfig
+
+if TYPE_CHECKING:
+    from privrec.evaluation.evaluator import EvalConfig
 
 
 def command_line() -> str | None:
@@ -123,6 +126,8 @@ def parse_ks(text: str) -> tuple[int, ...]:
 
 def eval_config(eval_mode: str, negatives: int, sampler: str, mask_history: bool, seed: int = 0,
                 ks: str = "5,10,20") -> EvalConfig:
+    from privrec.evaluation.evaluator import EvalConfig
+
     if negatives < 1:
         raise ParameterError(f"--negatives must be >= 1, got {negatives}")
     return EvalConfig(mode=eval_mode, n_negatives=negatives, sampler=sampler, mask_history=mask_history, seed=seed,
@@ -156,6 +161,13 @@ def parse_patience(text: str | int) -> int | None:
     if value < 1:
         raise ParameterError(f"--patience must be a whole number >= 1 or 'none' (no early stopping), got {text!r}")
     return value
+
+
+def seeds_checked(ctx, param, text: str | None) -> str | None:
+    """click callback of ``--seeds``: refused at parse time (before any import or data), kept as given."""
+    if text is not None:
+        parse_seeds(text)
+    return text
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:

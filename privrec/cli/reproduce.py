@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from privrec.cli.fields import field_options, fields_of
-from privrec.cli.options import command_line, default_out, grid_options, parse_seeds, testbed_options
+from privrec.cli.options import (
+    command_line,
+    default_out,
+    grid_options,
+    parse_seeds,
+    seeds_checked,
+    testbed_options,
+)
 from privrec.errors import ParameterError
 from privrec.experiments.parallel import RayTarget
 
@@ -119,7 +126,7 @@ def run_pricdsr(quick: bool, out: str, seeds: str | None = None, epochs: int | N
 @reproduce.command("pricdsr")
 @click.option("--quick", is_flag=True, help="A user subsample, L = 30, 4 epochs, one seed, ε ∈ {1, 10, 50} (under 10 min on 2 cores).")
 @testbed_options("pricdsr")
-@click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
+@click.option("--seeds", default=None, callback=seeds_checked, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
 @click.option("--epsilons", default=None,
               help="Comma-separated ε of the Table III sweep (default 1,2,5,10,20,50; quick: 1,10,50). "
@@ -152,7 +159,7 @@ def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilo
 @click.option("--quick", is_flag=True, help="400 users, L = 20, 2 epochs, one seed, ε ∈ {0.1, 0.001} (a few minutes).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder [default: reports/rr, reports/rr-DATASET for another dataset, with -quick for --quick].")
-@click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
+@click.option("--seeds", default=None, callback=seeds_checked, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
 @click.option("--epsilons", default=None, help="Comma-separated ε of Fig. 1 (default 0.1,0.01,0.001,0.0001).")
 @click.option("--methods", default=None, help="Comma-separated Fig. 1 methods (default GRU4Rec,BERT4Rec,RR-BERT4Rec).")
@@ -199,7 +206,7 @@ def rr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilons: s
 @reproduce.command("pricdr")
 @click.option("--quick", is_flag=True, help="600 users, 3 epochs, one seed, a few sweep points (a few minutes).")
 @testbed_options("pricdr")
-@click.option("--seeds", default=None, help="Comma-separated Table 1 seeds (default 0,1,2; quick: 0).")
+@click.option("--seeds", default=None, callback=seeds_checked, help="Comma-separated Table 1 seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (early stopping on validation).")
 @click.option("--methods", default=None, help="Comma-separated Table 1 methods (default: all nine).")
 @click.option("--no-sweeps", is_flag=True, help="Table 1 only: no Figs. 2-5 runs.")
@@ -254,7 +261,7 @@ def pricdr(quick: bool, out: str, seeds: str | None, epochs: int | None, methods
 @click.option("--quick", is_flag=True, help="600 users, d = 32, 2 epochs, one seed, one point per figure (minutes).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder [default: reports/dipsgnn, with -quick for --quick].")
-@click.option("--seeds", default=None, help="Comma-separated Table 2 seeds (default 0,1,2; quick: 0).")
+@click.option("--seeds", default=None, callback=seeds_checked, help="Comma-separated Table 2 seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs (default 10, the paper's).")
 @click.option("--methods", default=None, help="Comma-separated Table 2 methods (default: all nine: BPR-MF, SASRec, "
                                               "GRU4Rec, SR-GNN, APGNN, DPMF, DP-SGD, EdgeRand, DIPSGNN).")
@@ -299,7 +306,7 @@ def dipsgnn(quick: bool, out: str, seeds: str | None, epochs: int | None, method
 @reproduce.command("pfcr")
 @click.option("--quick", is_flag=True, help="400 users per domain, small encoder, 3 rounds, one seed (minutes).")
 @testbed_options("pfcr")
-@click.option("--seeds", default=None, help="Comma-separated seeds (default 0,1,2; quick: 0).")
+@click.option("--seeds", default=None, callback=seeds_checked, help="Comma-separated seeds (default 0,1,2; quick: 0).")
 @click.option("--epochs", type=int, default=None, help="Maximum epochs of single-domain training and prompt tuning.")
 @click.option("--rounds", type=int, default=None, help="Federated rounds (default 10, the paper's; 30 on a cold testbed, PFCR-FD's epoch budget).")
 @click.option("--local-epochs", type=int, default=None,

@@ -37,12 +37,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from privrec.data.sequences import Sequences
-from privrec.data.splits import Split
 from privrec.errors import ParameterError
+
+if TYPE_CHECKING:                   # imported where used: the CLI reads TESTBEDS without loading pandas
+    from privrec.data.sequences import Sequences
+    from privrec.data.splits import Split
 
 KEEP = ("first", "last", "random")
 COLD_SHARE = 0.8     # the registered cold testbeds' share of cold-start users in the target domain
@@ -127,6 +130,9 @@ def cold_split(seqs: Sequences, cold: np.ndarray, k: int, keep: str = "first", s
     """The target's sequences with cold rows cut to ``k + 2`` of their items (the first, the last, or a
     uniformly random subset kept in time order, seeded), and the split: cold rows ``k`` train / 1
     validation / 1 test (chronological), warm rows all train, no target."""
+    from privrec.data.sequences import Sequences
+    from privrec.data.splits import Split
+
     n = seqs.lengths
     if keep == "random":
         rows = seqs.row_ids()
@@ -198,6 +204,8 @@ def noise_partners(data, target: str, seed: int):
     ``[seed, 7]``), so the federation keeps its shape, rounds and uploads and loses the partners'
     content. ``target`` is unchanged."""
     from privrec.data.multidomain import MultiDomainData
+    from privrec.data.sequences import Sequences
+    from privrec.data.splits import Split
 
     data.domain(target)
     rng = np.random.default_rng([seed, 7])
