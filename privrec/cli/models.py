@@ -31,12 +31,13 @@ BUDGET_HELP = ("For a model whose inference draws noise (DIPSGNN): refuse, runni
                                                                                            "interactions")]
                                                   + ["dpsgd-srgnn"]), case_sensitive=False))
 @click.option("--dataset", default="ml-1m", show_default=True, help="Dataset name or path to .inter/.csv/.parquet.")
-@click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw", "dipsgnn"]), default="recbole",
+@click.option("--protocol", type=click.Choice(["recbole", "recbole-masked", "raw", "s3rec", "dipsgnn"]), default="recbole",
               show_default=True,
               help="recbole: RecBole's leaderboard protocol (rating>=3, 10-core, leave-one-out, max length 50, full "
                    "ranking with the history NOT masked, no gradient clipping, SASRec positions counted from the oldest item as "
                    "RecBole counts them); recbole-masked: the same with history masked; raw: no "
-                   "filtering, history masked; dipsgnn: Hu & Fang's (rating>=4, 10-core, each user's last 100 items, first "
+                   "filtering, history masked; s3rec: S3Rec's all-items protocol on its files (Beauty, Sports, Toys, "
+                   "Yelp: no filtering, leave-one-out, history masked, SASRec by one sampled negative); dipsgnn: Hu & Fang's (rating>=4, 10-core, each user's last 100 items, first "
                    "80% trains, every prefix a sample, random 10% of them validate, per-sample ranking, not masked).")
 @click.option("--split", type=click.Choice(["leave_one_out", "temporal_fraction", "prefixes"]), default=None,
               help="Override the protocol's split.")

@@ -57,6 +57,12 @@ PROTOCOLS: dict[str, dict] = {
                        "model_config": _RECBOLE_MODELS},
     "raw": {"preprocessing": Preprocessing(), "split": "leave_one_out", "max_len": 50, "mask_history": True,
             "time_precision": "exact", "grad_clip": 5.0},
+    # S3Rec's (CIKM 2020) all-items protocol on its own files (already 5-core, items in order): leave-one-out, the
+    # last 50 items, full ranking with the history masked, SASRec trained by its own loss (one sampled negative,
+    # binary cross-entropy), dropout 0.5, no clipping (RUCAIBox/CIKM2020-S3Rec run_finetune_full.py, trainers.py)
+    "s3rec": {"preprocessing": Preprocessing(), "split": "leave_one_out", "max_len": 50, "mask_history": True,
+              "time_precision": "exact", "grad_clip": None,
+              "model_config": {"sasrec": {"loss": "bce", "dropout": 0.5, "attn_dropout": 0.5}}},
     # Hu & Fang (DIPSGNN) Sec. 5.1: 10-core, each user's last 100 items, first 80% trains / last 20% tests, every
     # prefix a sample, random 10% of the training prefixes validate, per-sample Recall/MRR, no masking. Rating >= 4
     # (not stated in the paper) is what reproduces its ML-1M statistics: 5,949 users (paper 5,945), 2,810 items and

@@ -63,15 +63,21 @@ class SASRec(NextItemModel):
 
     def __init__(self, n_items: int, max_len: int = 50, hidden: int = 64, layers: int = 2, heads: int = 2,
                  inner: int = 256, dropout: float = 0.5, attn_dropout: float = 0.5, layer_norm_eps: float = 1e-12,
-                 init_std: float = 0.02, positions: str = "newest"):
+                 init_std: float = 0.02, positions: str = "newest", loss: str = "ce"):
         super().__init__()
         if positions not in ("newest", "oldest"):
             raise ParameterError(f"positions must be 'newest' or 'oldest' (RecBole's), got {positions!r}")
+        if loss not in ("ce", "bce"):
+            raise ParameterError(f"loss must be 'ce' (softmax over all items, RecBole's) or 'bce' (one sampled "
+                                 f"negative, SASRec's and S3Rec's), got {loss!r}")
         self._config = dict(n_items=n_items, max_len=max_len, hidden=hidden, layers=layers, heads=heads, inner=inner,
                             dropout=dropout, attn_dropout=attn_dropout, layer_norm_eps=layer_norm_eps,
                             init_std=init_std)
         if positions != "newest":           # kept out of older checkpoints' configs, which all counted from the newest
             self._config["positions"] = positions
+        if loss != "ce":                    # likewise: every earlier run trained by cross-entropy
+            self._config["loss"] = loss
+        self.loss_type = loss
         self.max_len, self.positions = max_len, positions
         self.item_embedding = nn.Embedding(n_items + 1, hidden, padding_idx=0)
         self.position_embedding = nn.Embedding(max_len, hidden)
