@@ -155,6 +155,40 @@ def pricdsr(quick: bool, out: str, seeds: str | None, epochs: int | None, epsilo
                 report_only, sources, domain_field, jobs, epsilons, testbed, fields_of(**field_kw), ray)
 
 
+@reproduce.command("baselines")
+@click.option("--quick", is_flag=True, help="Beauty's first 2,000 users, SASRec and GRU4Rec, 3 epochs, one seed (minutes).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Report folder [default: reports/baselines, with -quick for --quick].")
+@click.option("--seeds", default=None, callback=seeds_checked, help="Comma-separated seeds (default 0,1,2; quick: 0).")
+@click.option("--epochs", type=int, default=None, help="Maximum epochs (default 200; early stopping on validation).")
+@click.option("--datasets", default=None, help="Comma-separated, of beauty,sports,toys,yelp (default all).")
+@click.option("--models", default=None, help="Comma-separated, of sasrec,gru4rec,bert4rec (default all).")
+@grid_options
+def baselines(quick: bool, out: str | None, seeds: str | None, epochs: int | None, datasets: str | None,
+              models: str | None, threads: int | None, jobs: int, ray: RayTarget | None, resume: bool,
+              add_progress: tuple[str, ...], report_only: bool) -> None:
+    """SASRec, GRU4Rec and BERT4Rec on S3Rec's files (Amazon Beauty, Sports, Toys; Yelp) under S3Rec's protocol,
+    beside the rows S3Rec published (docs/baselines.md).
+
+    Each model x dataset x seed is one run: saved when it finishes, resumed when interrupted, parallel with
+    --jobs or --ray."""
+    import torch
+
+    from privrec.experiments import baselines as B
+    from privrec.utils.logs import echo as log
+
+    torch.set_num_threads(threads or 1)
+    kw = dict(B.QUICK) if quick else {}
+    if seeds:
+        kw["seeds"] = parse_seeds(seeds)
+    for name, text in (("datasets", datasets), ("models", models)):
+        if text:
+            kw[name] = tuple(x.strip().lower() for x in text.split(",") if x.strip())
+    cfg, result = _launch(B.reproduce, B.BaselinesConfig(**kw), "baselines", quick, default_out("baselines", out,
+                          quick=quick), epochs, log, resume, add_progress, report_only, jobs, threads, ray)
+    click.echo(f"\nreport: {default_out('baselines', out, quick=quick)}/results.md")
+
+
 @reproduce.command("rr")
 @click.option("--quick", is_flag=True, help="400 users, L = 20, 2 epochs, one seed, ε ∈ {0.1, 0.001} (a few minutes).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,

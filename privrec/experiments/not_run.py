@@ -37,6 +37,11 @@ NOT_RUN: dict[str, tuple[NotRun, ...]] = {
         NotRun("method", "DARec", "Table 1", "not implemented; DDTCDR stands for the cross-domain baselines"),
         NotRun("method", "ETL", "Table 1", "not implemented; DDTCDR stands for the cross-domain baselines"),
     ),
+    "baselines": (
+        NotRun("dataset", "Meituan, LastFM", "all-items table", f"not in {SHARED}"),
+        NotRun("method", "PopRec, Caser, HGN, GRU4Rec_F, SASRec_F, FDSA, S3-Rec", "all-items table",
+               "not implemented: privrec reproduces the three baselines its papers train (SASRec, GRU4Rec, BERT4Rec)"),
+    ),
     "rr": (
         NotRun("dataset", "Amazon Beauty", "Fig. 1",
                f"in {SHARED} and runnable (`privrec reproduce rr --dataset beauty`: alternatives from its items' "
