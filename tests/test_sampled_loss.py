@@ -42,3 +42,43 @@ def test_the_bce_loss_is_the_mean_of_minus_log_sigmoid_pos_and_minus_log_one_min
     loss.backward()
     with pytest.raises(ParameterError, match="loss must be 'ce'"):
         SASRec(n_items=5, loss="bpr")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SASRec(n_items=30, max_len=12, hidden=8, layers=2, heads=2, inner=16, dropout=0.0, attn_dropout=0.0),
+    lambda: SASRec(n_items=30, max_len=12, hidden=8, layers=2, heads=2, inner=16, dropout=0.0, attn_dropout=0.0,
+                   positions="oldest"),
+    lambda: SASRec(n_items=30, max_len=12, hidden=8, layers=1, heads=1, inner=16, dropout=0.0, attn_dropout=0.0,
+                   loss="bce"),
+    lambda: __import__("privrec.models.gru4rec", fromlist=["GRU4Rec"]).GRU4Rec(n_items=30, max_len=12, embedding=8,
+                                                                                hidden=8, dropout=0.0)])
+def test_window_batches_cut_to_their_longest_row_give_the_same_loss_gradients_and_scores(make):
+    """Issue 81: trimming the columns that are padding in every window changes no number (dropout off; with
+    dropout on, the masks are drawn over fewer columns: another draw of the same distribution)."""
+    import numpy as np
+
+    from privrec.data.sequences import Sequences
+    from privrec.data.splits import leave_one_out
+    from privrec.training.tasks import task_for
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(4, 8, 20)                                # short histories, max_len 12: padding to trim
+    seqs = Sequences(np.concatenate([[0, 0], np.cumsum(lengths)]), rng.integers(1, 31, int(lengths.sum())))
+    split = leave_one_out(seqs)
+    out = {}
+    for trim in (False, True):
+        torch.manual_seed(0)
+        model = make()
+        task = task_for(model, split, 30, 12, trim_padding=trim)
+        batch = task.train_batch(np.arange(task.n_train_samples))
+        torch.manual_seed(1)
+        loss = model.loss(batch)
+        loss.backward()
+        model.eval()
+        with torch.no_grad():
+            scores = model.score(task.eval_batch("test", np.arange(1, 21)))
+        out[trim] = (batch["seq"].shape[1], loss.detach(), [p.grad.clone() for p in model.parameters()], scores)
+    assert out[True][0] < out[False][0] == 12                       # the trimmed batch is narrower
+    assert torch.allclose(out[True][1], out[False][1], atol=1e-6)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(out[True][2], out[False][2]))
+    assert torch.allclose(out[True][3], out[False][3], atol=1e-5)

@@ -142,7 +142,7 @@ class BaselinesExperiment:
         inter, split = self.data(lab["dataset"])
         seed_torch(spec.seed)
         model = build_on(lab["model"], split.train, n_items=inter.n_items, **model_config(cfg, lab["model"]))
-        task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window)
+        task = task_for(model, split, inter.n_items, cfg.max_len, window_mode=cfg.window, trim_padding=True)
         tag = f"  [{lab['model']} {lab['dataset']} seed {spec.seed}]"
         log(f"{tag} {task.describe()}")
         trainer = Trainer(model, task, replace(cfg.train, seed=spec.seed), cfg.evaluation(FULL, spec.seed),

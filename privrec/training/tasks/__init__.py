@@ -46,10 +46,11 @@ from privrec.training.tasks.windows import WINDOW_MODES, SequenceTask, mean_cont
 
 
 def task_for(model, split, n_items: int, max_len: int, *, window_mode: str = "all", stride: int | None = None,
-             private: PrivateInputs | None = None):
+             private: PrivateInputs | None = None, trim_padding: bool = False):
     """The single-domain training task a model is trained with (``model.task``): windows for
     SASRec/GRU4Rec, cloze for BERT4Rec (its ``mask_prob``), cloze over merged tokens for
-    MergedBERT4Rec (its merges). ``private``: the model reads published (perturbed) histories."""
+    MergedBERT4Rec (its merges). ``private``: the model reads published (perturbed) histories.
+    ``trim_padding``: window batches cut to their longest row (windows models only; see SequenceTask)."""
     kind = getattr(model, "task", "windows")
     if kind == "cloze":
         return ClozeTask(split, n_items, max_len, mask_prob=model.mask_prob, private=private)
@@ -59,7 +60,7 @@ def task_for(model, split, n_items: int, max_len: int, *, window_mode: str = "al
     if kind == "interactions":
         return InteractionTask(split, n_items)
     if kind == "windows":
-        return SequenceTask(split, n_items, max_len, window_mode, stride, private=private)
+        return SequenceTask(split, n_items, max_len, window_mode, stride, private=private, trim_padding=trim_padding)
     if kind == "prefixes":              # one sample per target: its prefix (SR-GNN, DIPSGNN)
         if stride not in (None, 1):
             raise ParameterError(f"{type(model).__name__} trains on every prefix (stride 1); got stride {stride}")

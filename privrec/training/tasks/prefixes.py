@@ -25,6 +25,7 @@ import torch
 from privrec.data.sequences import Sequences
 from privrec.data.splits import temporal_fraction
 from privrec.errors import ParameterError
+from privrec.training.tasks.base import trim_padding
 
 
 def prefix_samples(seqs: Sequences, max_len: int, first: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -39,18 +40,6 @@ def prefix_samples(seqs: Sequences, max_len: int, first: np.ndarray) -> tuple[np
     ok = ctx >= seqs.indptr[users][:, None]
     inputs = np.where(ok, seqs.items[np.clip(ctx, 0, None)], 0).astype(np.int32)
     return inputs, seqs.items[pos].astype(np.int64), users
-
-
-def trim_padding(inputs: np.ndarray) -> np.ndarray:
-    """Front-padded rows without the columns that are padding in every row (at least one column).
-
-    A batch of prefixes is padded to ``max_len`` (100 under the DIPSGNN protocol) while its longest
-    prefix is often far shorter (bucketed batches: lengths 1..79 on ML-1M); the padding is read by no
-    model (masked keys, bias-free GRU from a zero state, graphs of the nonzero items, positions
-    counted from the right) but was computed by all of them: an exact 1.4x (SR-GNN family) to ~4-5x
-    (SASRec, GRU4Rec) per step."""
-    width = max(1, int((inputs > 0).sum(1).max())) if len(inputs) else inputs.shape[1]
-    return inputs[:, inputs.shape[1] - width:]
 
 
 def _rows(inputs: np.ndarray) -> Sequences:

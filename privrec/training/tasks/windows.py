@@ -11,7 +11,7 @@ import torch
 from privrec.data.sequences import Sequences
 from privrec.data.splits import Split
 from privrec.errors import ParameterError
-from privrec.training.tasks.base import HistoryBatches
+from privrec.training.tasks.base import HistoryBatches, trim_padding
 from privrec.training.tasks.private import PrivateInputs
 
 WINDOW_MODES = ("all", "last")
@@ -87,6 +87,9 @@ class SequenceTask(HistoryBatches):
     window_mode: str = "all"
     stride: int | None = None           # None: max_len (non-overlapping windows); 1: every prefix (RecBole)
     private: PrivateInputs | None = None   # published (perturbed) histories are read; labels stay true
+    trim_padding: bool = False          # batches cut to their longest row (models that read no padding: SASRec,
+                                        # GRU4Rec); off by default: it changes dropout's draws, so earlier runs'
+                                        # numbers (and their reruns) stay as they were
 
     def __post_init__(self) -> None:
         if self.max_len <= 0:
@@ -130,10 +133,20 @@ class SequenceTask(HistoryBatches):
         return self._users
 
     def train_batch(self, idx: np.ndarray) -> dict[str, torch.Tensor]:
-        """The training windows ``idx`` as one batch."""
-        return {"seq": torch.from_numpy(self._inputs[idx].astype(np.int64)),
-                "target": torch.from_numpy(self._targets[idx].astype(np.int64)),
+        """The training windows ``idx`` as one batch (cut to its longest window with ``trim_padding``: the
+        same loss and gradients, ~max_len / longest less work where histories are short)."""
+        inputs, targets = self._inputs[idx], self._targets[idx]
+        if self.trim_padding:
+            inputs = trim_padding(inputs)
+            targets = targets[:, targets.shape[1] - inputs.shape[1]:]
+        return {"seq": torch.from_numpy(inputs.astype(np.int64)), "target": torch.from_numpy(targets.astype(np.int64)),
                 "user": torch.from_numpy(self._users[idx])}
+
+    def eval_batch(self, stage: str, users: np.ndarray) -> dict[str, torch.Tensor]:
+        batch = super().eval_batch(stage, users)
+        if self.trim_padding:
+            batch["seq"] = torch.from_numpy(trim_padding(batch["seq"].numpy()))
+        return batch
 
     def train_batches(self, batch_size: int, rng: np.random.Generator) -> Iterator[dict[str, torch.Tensor]]:
         order = rng.permutation(len(self._inputs))
