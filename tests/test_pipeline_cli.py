@@ -94,6 +94,8 @@ def test_progress_records_of_a_run_that_never_reported_merge_with_reports(tiny_i
     args = ["train", "gru4rec", "--dataset", str(tiny_inter_file), "--protocol", "raw", "--max-len", "6",
             "--epochs", "1", "--batch-size", "16", "--quiet"]
     assert main([*args, "--seeds", "0,1", "--out", str(tmp_path / "both")]) == 0
+    png = (tmp_path / "both" / "learning_curve.png").read_bytes()     # loss and validation per epoch, per seed
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert main([*args, "--seeds", "1", "--out", str(tmp_path / "one")]) == 0
     markdown = SR.markdown
     monkeypatch.setattr(SR, "markdown", lambda result: (_ for _ in ()).throw(OSError("disk full")))

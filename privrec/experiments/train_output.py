@@ -96,6 +96,9 @@ def finish(out_dir: Path, tmp: Path, result: dict, markdown) -> dict:
             if name and (out_dir / name).is_file() and not (tmp / name).exists():
                 _link_or_copy(out_dir / name, tmp / name)
         write_report(tmp, result, markdown(result))
+        from privrec.experiments.learning_curve import plot
+
+        plot(result["runs"], result["config"]["train"]["select_metric"], tmp / "learning_curve.png")
         seal(tmp, KIND)
         swap_into_place(tmp, out_dir)
         _drop_records(progress_path(out_dir), result)
