@@ -490,3 +490,19 @@ def test_default_report_folders_keep_quick_and_testbed_runs_apart():
 
     assert next(p for p in demo.params if p.name == "out").default == default_out("pricdsr", None, quick=True)
     assert isinstance(demo, click.Command)
+
+
+def test_train_reads_your_own_column_names_and_its_checkpoint_finds_them_again(tiny_frame, tmp_path):
+    """``--user-field`` and its siblings on ``train`` (issue 80): a CSV whose header privrec does not recognise
+    trains, and ``evaluate`` re-reads the file with the same mapping from the checkpoint."""
+    src = tmp_path / "shop.csv"
+    tiny_frame.rename(columns={"user_id": "customer", "item_id": "product", "rating": "stars",
+                               "timestamp": "ts_ms"}).to_csv(src, index=False)
+    args = ["train", "gru4rec", "--dataset", str(src), "--protocol", "raw", "--max-len", "6", "--epochs", "1",
+            "--batch-size", "16", "--quiet", "--out", str(tmp_path / "run")]
+    assert main(args) != 0                                       # columns it cannot recognise: refused
+    fields = ["--user-field", "customer", "--item-field", "product", "--rating-field", "stars", "--time-field", "ts_ms"]
+    assert main([*args, *fields]) == 0
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert saved["config"]["fields"] == {"user": "customer", "item": "product", "rating": "stars", "time": "ts_ms"}
+    assert main(["evaluate", str(tmp_path / "run" / "gru4rec-seed0.pt")]) == 0

@@ -31,6 +31,9 @@ VARIANTS: dict[str, str] = {
     "privrec datasets info ml-1m": "datasets info ml-1m",
     "privrec datasets info shop.csv --user-field customer --item-field product":
         "datasets info shop.csv --user-field user_id --item-field item_id",
+    "privrec train gru4rec --dataset shop.csv --user-field customer --item-field product":
+        "train gru4rec --dataset shop.csv --user-field user_id --item-field item_id --protocol raw --max-len 6 "
+        "--epochs 1 --quiet --out rep/train-fields",
     "privrec datasets testbed cold3": "datasets testbed cold3 --no-probe",
     "privrec train sasrec --dataset ml-1m --seeds 0,1,2": "train sasrec --dataset ml-100k --seeds 0 --epochs 1",
     "privrec train --config run.toml --seeds 0": "train --config run.toml --seeds 0 --out runs/from-config",

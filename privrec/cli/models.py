@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from privrec.cli.config import config_option
+from privrec.cli.fields import field_options, fields_of
 from privrec.cli.options import (
     command_line,
     eval_config,
@@ -127,6 +128,7 @@ BUDGET_HELP = ("For a model whose inference draws noise (DIPSGNN): refuse, runni
 @click.option("--source", type=click.Path(file_okay=False), default=None,
               help="heterocdr: the source domain's published rating matrix, a release folder written by "
                    "'privrec publish jlt|sjlt ml-1m --aux DOMAIN' (its certificate is checked).")
+@field_options
 @config_option
 def train(model, dataset, protocol, split, max_len, time_precision, window, stride, epochs, batch_size, lr, warmup_steps,
           precision, patience,
@@ -134,7 +136,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
           threads,
           seeds, assignments, device, epsilon, alternatives, short, release_seed, eval_mode, negatives, sampler,
           mask_history, ks, epsilon1, delta, epsilon2, clip_norm, steps, no_user_features, accounting, dpsgd_epsilon, dpsgd_clip, dpsgd_unit, out, quiet, target,
-          source) -> None:
+          source, **field_kw) -> None:
     """Train MODEL with early stopping on validation (or a fixed budget: --patience none); test once; write
     a report and checkpoints.
 
@@ -166,6 +168,9 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
             raise ParameterError("dpsgd-srgnn needs its budget: --epsilon2 E (or --dpsgd-epsilon E)")
         model, dpsgd_epsilon, epsilon2 = "srgnn", dpsgd_epsilon if dpsgd_epsilon is not None else epsilon2, None
     if registry[model].task == "interactions":
+        if fields_of(**field_kw):
+            raise ParameterError("--user-field and its siblings name the columns of your own file; the matrix models "
+                                 "train on ML-1M's genre domains")
         return _train_matrix(model, dataset, target, source, epochs, batch_size, lr, warmup_steps, precision, patience,
                              parse_grad_clip(grad_clip, 5.0), select_metric, seeds, assignments, epsilon, out, quiet)
     if target or source:
@@ -190,7 +195,7 @@ def train(model, dataset, protocol, split, max_len, time_precision, window, stri
         del model_config["positions"]                # out: same run hash and merge as runs made before the key
     resolve_device(device)
     cfg = seq.SequentialConfig(
-        dataset=dataset, model=model, preprocessing=preset["preprocessing"],
+        dataset=dataset, fields=fields_of(**field_kw), model=model, preprocessing=preset["preprocessing"],
         split=split or preset["split"], time_precision=time_precision or preset["time_precision"], max_len=length,
         window_mode=window, stride=stride,
         model_config=model_config,

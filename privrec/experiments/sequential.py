@@ -84,6 +84,7 @@ DEFAULT_MODEL_CONFIG["rr-bert4rec"] = {**DEFAULT_MODEL_CONFIG["bert4rec"], "voca
 @dataclass(frozen=True)
 class SequentialConfig:
     dataset: str = "ml-1m"
+    fields: dict | None = None          # your file's column for each role ({"user": "customer", ...}); None: recognised
     model: str = "sasrec"
     preprocessing: Preprocessing = field(default_factory=lambda: PROTOCOLS["recbole"]["preprocessing"])
     split: str = "leave_one_out"
@@ -173,10 +174,10 @@ def make_split(seqs, kind: str) -> Split:
 
 
 def prepare(dataset: str, preprocessing: Preprocessing, split: str,
-            precision: str = "exact") -> tuple[Interactions, Split]:
-    """``dataset`` filtered by ``preprocessing``, its timestamps at ``precision`` (the order of
-    equal-time items), and split."""
-    inter = time_precision(preprocess(load(dataset), preprocessing), precision)
+            precision: str = "exact", fields: dict | None = None) -> tuple[Interactions, Split]:
+    """``dataset`` (its columns named by ``fields`` where given) filtered by ``preprocessing``, its timestamps at
+    ``precision`` (the order of equal-time items), and split."""
+    inter = time_precision(preprocess(load(dataset, fields=fields), preprocessing), precision)
     return inter, make_split(to_sequences(inter), split)
 
 
@@ -184,7 +185,7 @@ def data_of(config: dict) -> tuple[Interactions, Split]:
     """The data and split a stored configuration (``results.json``, a progress record, a checkpoint's
     meta) was trained on; configurations written before ``time_precision`` existed used exact times."""
     return prepare(config["dataset"], Preprocessing(**config["preprocessing"]), config["split"],
-                   config.get("time_precision", "exact"))
+                   config.get("time_precision", "exact"), config.get("fields"))
 
 
 def dataset_summary(inter: Interactions) -> dict:
@@ -211,7 +212,7 @@ def run(cfg: SequentialConfig, out_dir: str | Path | None = None, log: Callable[
     with each seed's result as soon as that seed is tested (``privrec train`` records it durably)."""
     t0 = time.perf_counter()
     inter, split = data if data is not None else prepare(cfg.dataset, cfg.preprocessing, cfg.split,
-                                                         cfg.time_precision)
+                                                         cfg.time_precision, cfg.fields)
     log(f"{cfg.dataset}: {inter.n_users:,} users, {inter.n_items:,} items, {len(inter):,} interactions "
         f"after preprocessing ({time.perf_counter() - t0:.1f}s)")
     check_top_k(cfg.eval.ks, inter.n_items)            # before training, not at the first validation

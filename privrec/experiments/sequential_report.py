@@ -155,6 +155,8 @@ def _comparable(config: dict) -> dict:
     progress bars and the device setting (each part's environment is kept in ``merged_from``)."""
     c = json.loads(json.dumps(config))
     c.pop("seeds", None)
+    if c.get("fields") is None:         # configs written before --*-field existed have no key: the same thing
+        c.pop("fields", None)
     for part in ("train", "eval"):
         for key in ("seed", "progress", "device"):
             c.get(part, {}).pop(key, None)

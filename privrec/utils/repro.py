@@ -60,7 +60,7 @@ def seed_torch(seed: int) -> None:
 LATER_DEFAULTS: dict[str, object] = {"warmup_steps": 0, "precision": "fp32", "testbed": "dense", "dpsgd_unit": "sample"}
 # The same, for settings added at the top level of a configuration only: a key of that name nested deeper is an
 # older setting and stays hashed (PriCDR's ``min_rating`` is new; ``preprocessing.min_rating`` is not).
-TOP_LEVEL_LATER_DEFAULTS: dict[str, object] = {"min_rating": None}
+TOP_LEVEL_LATER_DEFAULTS: dict[str, object] = {"min_rating": None, "fields": None}
 
 
 def _at_default(k, v, defaults: dict) -> bool:
