@@ -201,7 +201,7 @@ def execute(exp: Experiment, out_dir: str | Path, *, resume: bool = True, add_pr
         log(describe(record))
 
     work = getattr(exp, "work_of", None)
-    if backend.uses_ray and pending:
+    if pending and backend.uses_ray and (len(pending) > 1 or backend.ray is not None):   # --jobs, one run: here
         parallel = min(backend.jobs, len(pending)) if backend.ray is None else 1
         train_all(exp, pending, state_of, backend, done,
                   lambda left: eta_text(remaining_cost(left, list(finished.values()), cap, work), parallel), log)
