@@ -87,7 +87,7 @@ def paired_cell(c: dict | None) -> str:
     """A paired comparison in one table cell: difference (seeds ahead, p)."""
     if c is None:
         return "–"
-    p = "" if c.get("p_value") is None else f", p = {c['p_value']:.2f}"
+    p = "" if c.get("p_value") is None else f", p = {c['p_value']:.2f}" if c["p_value"] >= 0.01 else f", p = {c['p_value']:.2g}"
     return f"{signed(c['difference'])} ({c['ahead']} of {len(c['seeds'])}{p})"
 
 
