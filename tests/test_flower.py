@@ -290,15 +290,30 @@ def test_flwr_run_dot_runs_the_federation_as_flower_users_expect(tmp_path):
     import sys
     from pathlib import Path
 
+    import signal
+    import socket
+
+    with socket.socket() as s:                       # Flower's local SuperLink has a fixed port
+        if s.connect_ex(("127.0.0.1", 39091)) == 0:
+            pytest.skip("a local Flower SuperLink already listens on 127.0.0.1:39091 (flwr run . would use it)")
     root = Path(__file__).resolve().parents[1]
     b = _bundle(tmp_path / "b")
     expected = plain_loop(_bundle(tmp_path / "plain"))
     bindir = Path(sys.executable).parent
-    env = {**os.environ, "FLWR_HOME": str(tmp_path / "home"), "FLWR_TELEMETRY_ENABLED": "0",
+    home = tmp_path / "home"
+    env = {**os.environ, "FLWR_HOME": str(home), "FLWR_TELEMETRY_ENABLED": "0",
            "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run([str(bindir / "flwr"), "run", ".", "--run-config", f"bundle='{b.path}'",
-                           "--federation-config", "num-supernodes=2", "--stream"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=600)
+    try:
+        done = subprocess.run([str(bindir / "flwr"), "run", ".", "--run-config", f"bundle='{b.path}'",
+                               "--federation-config", "num-supernodes=2", "--stream"], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=600)
+    finally:                                         # flwr leaves its local SuperLink running: stop ours
+        for pid in (int(p) for p in (os.listdir("/proc") if os.path.isdir("/proc") else ()) if p.isdigit()):
+            try:
+                if f"FLWR_HOME={home}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                    os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     for t in (1, 2):
         np.testing.assert_allclose(np.load(b.global_table(t)), expected[t - 1], rtol=1e-5, atol=1e-6)
