@@ -286,12 +286,11 @@ def test_a_supernode_with_an_unregistered_key_or_another_ca_is_refused(tmp_path)
 def test_flwr_run_dot_runs_the_federation_as_flower_users_expect(tmp_path):
     """``flwr run .`` from the repository (pyproject's [tool.flwr.app]) on a bundle gives the plain loop's tables."""
     import os
+    import signal
+    import socket
     import subprocess
     import sys
     from pathlib import Path
-
-    import signal
-    import socket
 
     with socket.socket() as s:                       # Flower's local SuperLink has a fixed port
         if s.connect_ex(("127.0.0.1", 39091)) == 0:
