@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
 
 from privrec.errors import ParameterError
@@ -88,6 +87,7 @@ def model_config(cfg: BaselinesConfig, model: str) -> dict:
 @dataclass
 class BaselinesExperiment:
     cfg: BaselinesConfig
+    _data: dict = field(default_factory=dict, init=False, repr=False)     # dataset -> (inter, split)
 
     def runs(self) -> list[RunSpec]:
         return [RunSpec(run_key(d, m, s), s, {"dataset": d, "model": m})
@@ -113,23 +113,14 @@ class BaselinesExperiment:
     def prepare(self, spec: RunSpec, log: Callable[[str], None]) -> None:
         pass
 
-    @cached_property
-    def _data(self) -> dict:
-        return {}
-
     def data(self, dataset: str):
-        """``dataset`` split leave-one-out under the protocol (loaded once per experiment)."""
+        """``dataset`` split under the protocol (loaded once per experiment)."""
         if dataset not in self._data:
-            from privrec.data.sequences import to_sequences
-            from privrec.data.splits import leave_one_out
             from privrec.experiments.sequential import prepare
 
             p = PROTOCOLS[self.cfg.protocol]
-            inter, split = prepare(dataset, p["preprocessing"], p["split"], p["time_precision"])
-            if self.cfg.max_users and self.cfg.max_users < inter.n_users:
-                inter = inter.take(inter.user <= self.cfg.max_users).compact()
-                split = leave_one_out(to_sequences(inter))
-            self._data[dataset] = (inter, split)
+            self._data[dataset] = prepare(dataset, p["preprocessing"], p["split"], p["time_precision"],
+                                          max_users=self.cfg.max_users)
         return self._data[dataset]
 
     def train(self, spec: RunSpec, state: Path, log: Callable[[str], None]) -> RunRecord:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
-
-from privrec.experiments.report import markdown_table, save_report, trailer
+from privrec.experiments.report import aggregate, markdown_table, pm, save_report, trailer
 
 METRICS = ("hr@5", "ndcg@5", "hr@10", "ndcg@10", "hr@20", "ndcg@20")
 SOURCE = "S3Rec (Zhou et al., CIKM 2020), RUCAIBox/CIKM2020-S3Rec @ 2a81540, all_rank.PNG (every item ranked)"
@@ -55,9 +53,7 @@ def result(cfg, exp, outcome, *, command, seconds, env) -> dict:
             users = int(recs[0].extra.get("test_users", 0))
             row = {"dataset": d, "model": m, "seeds": [r.seed for r in recs], "test_users": users}
             for proto in ("full", "sampled"):
-                vals = {k: [r.metrics[proto][k] for r in recs if k in r.metrics.get(proto, {})] for k in METRICS}
-                row[proto] = {k: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0}
-                              for k, v in vals.items() if v}
+                row[proto] = aggregate({k: r.metrics[proto][k] for k in METRICS} for r in recs)
             pub = PUBLISHED.get(d, {}).get(m)
             if pub is not None and cfg.max_users is None:
                 row["published"] = {k: compare(row["full"][k]["mean"], p, users) for k, p in zip(METRICS, pub)
@@ -66,12 +62,6 @@ def result(cfg, exp, outcome, *, command, seconds, env) -> dict:
     return {"kind": "baselines", "config": cfg.to_dict(), "runs": [r.to_dict() for r in outcome.records],
             "summary": rows, "missing": outcome.missing, "remaining": outcome.remaining, "source": SOURCE,
             "training_seconds": round(sum(r.fit["seconds"] for r in outcome.records), 1), "seconds": round(seconds, 1), "command": command, "environment": env}
-
-
-def _cell(stat: dict | None) -> str:
-    if not stat:
-        return "–"
-    return f"{stat['mean']:.4f}" + (f" ± {stat['std']:.4f}" if stat["std"] else "")
 
 
 def markdown(res: dict) -> str:
@@ -85,7 +75,7 @@ def markdown(res: dict) -> str:
              + (f" **Quick run on the first {cfg['max_users']} users: not comparable with the published rows.**"
                 if cfg.get("max_users") else ""), ""]
     head = ["dataset", "model", "seeds"] + [k.upper() for k in METRICS]
-    rows = [[r["dataset"], r["model"], str(len(r["seeds"]))] + [_cell(r["full"].get(k)) for k in METRICS]
+    rows = [[r["dataset"], r["model"], str(len(r["seeds"]))] + [pm(r["full"].get(k)) for k in METRICS]
             for r in res["summary"]]
     lines += ["## Every item ranked (history masked)", "", markdown_table(head, rows), ""]
     pub_rows = []
@@ -104,7 +94,7 @@ def markdown(res: dict) -> str:
                   "below.", "",
                   markdown_table(["dataset", "model", "metric", "privrec", "published", "difference", "sampling error",
                                   "z", "verdict"], pub_rows), ""]
-    rows = [[r["dataset"], r["model"]] + [_cell(r["sampled"].get(k)) for k in ("hr@5", "ndcg@5", "hr@10", "ndcg@10")]
+    rows = [[r["dataset"], r["model"]] + [pm(r["sampled"].get(k)) for k in ("hr@5", "ndcg@5", "hr@10", "ndcg@10")]
             for r in res["summary"]]
     lines += [f"## Against {cfg['negatives']} sampled items (S3Rec's paper protocol, uniform over unseen items)", "",
               markdown_table(["dataset", "model", "HR@5", "NDCG@5", "HR@10", "NDCG@10"], rows), ""]

@@ -274,15 +274,9 @@ def result_line(r: RunRecord) -> str:
 
 def load_data(cfg: RRConfig):
     """``cfg.dataset`` preprocessed and split leave-one-out; quick runs keep the first ``max_users`` users."""
-    from privrec.data.sequences import to_sequences
-    from privrec.data.splits import leave_one_out
     from privrec.experiments.sequential import prepare
 
-    inter, split = prepare(cfg.dataset, cfg.preprocessing, "leave_one_out")
-    if cfg.max_users and cfg.max_users < inter.n_users:
-        inter = inter.take(inter.user <= cfg.max_users).compact()
-        split = leave_one_out(to_sequences(inter))
-    return inter, split
+    return prepare(cfg.dataset, cfg.preprocessing, "leave_one_out", max_users=cfg.max_users)
 
 
 def reproduce(cfg: RRConfig, out_dir: str | Path, log: Callable[[str], None] = print, resume: bool = True,

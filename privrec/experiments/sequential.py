@@ -173,11 +173,13 @@ def make_split(seqs, kind: str) -> Split:
     return leave_one_out(seqs) if kind == "leave_one_out" else temporal_fraction(seqs)
 
 
-def prepare(dataset: str, preprocessing: Preprocessing, split: str,
-            precision: str = "exact", fields: dict | None = None) -> tuple[Interactions, Split]:
+def prepare(dataset: str, preprocessing: Preprocessing, split: str, precision: str = "exact",
+            fields: dict | None = None, max_users: int | None = None) -> tuple[Interactions, Split]:
     """``dataset`` (its columns named by ``fields`` where given) filtered by ``preprocessing``, its timestamps at
-    ``precision`` (the order of equal-time items), and split."""
+    ``precision`` (the order of equal-time items), and split; ``max_users``: only the first users (quick runs)."""
     inter = time_precision(preprocess(load(dataset, fields=fields), preprocessing), precision)
+    if max_users and max_users < inter.n_users:
+        inter = inter.take(inter.user <= max_users).compact()
     return inter, make_split(to_sequences(inter), split)
 
 

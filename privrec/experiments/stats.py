@@ -87,7 +87,8 @@ def paired_cell(c: dict | None) -> str:
     """A paired comparison in one table cell: difference (seeds ahead, p)."""
     if c is None:
         return "–"
-    p = "" if c.get("p_value") is None else f", p = {c['p_value']:.2f}" if c["p_value"] >= 0.01 else f", p = {c['p_value']:.2g}"
+    p = c.get("p_value")
+    p = "" if p is None else f", p = {p:.2f}" if p >= 0.01 else f", p = {p:.2g}"     # 0.0021, not 0.00
     return f"{signed(c['difference'])} ({c['ahead']} of {len(c['seeds'])}{p})"
 
 
